@@ -1,0 +1,56 @@
+"""Cards as small integers.
+
+A card is ``rank * 4 + suit``: ranks 0..12 stand for 2..A, suits 0..3 for clubs,
+diamonds, hearts, spades.  Ordering cards as integers therefore orders them by rank,
+then by suit clubs < diamonds < hearts < spades: exactly the order rule R7 uses to find
+the lowest door card and rule R24 uses to find the highest single card.
+
+On the wire (events, scenarios) a card is the usual two-letter text, ``"Kd"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+RANKS = "23456789TJQKA"
+SUITS = "cdhs"
+
+DECK_SIZE = 52
+ALL_CARDS = tuple(range(DECK_SIZE))
+
+CARD_TEXT = tuple(r + s for r in RANKS for s in SUITS)
+_CARD_OF_TEXT = {text: card for card, text in enumerate(CARD_TEXT)}
+
+ACE = 12
+
+
+class BadCard(ValueError):
+    """A card text that is not rank + suit (``"Td"``, ``"2c"``)."""
+
+
+def rank(card: int) -> int:
+    return card >> 2
+
+
+def suit(card: int) -> int:
+    return card & 3
+
+
+def parse(text: str) -> int:
+    """``"Kd"`` -> card number; raises :class:`BadCard` on anything else."""
+    try:
+        return _CARD_OF_TEXT[text]
+    except (KeyError, TypeError):
+        raise BadCard(f"not a card: {text!r} (rank of {RANKS} + suit of {SUITS})") from None
+
+
+def parse_many(texts: Iterable[str]) -> list[int]:
+    return [parse(t) for t in texts]
+
+
+def show(card: int) -> str:
+    return CARD_TEXT[card]
+
+
+def show_many(cards: Iterable[int]) -> list[str]:
+    return [CARD_TEXT[c] for c in cards]
