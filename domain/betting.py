@@ -1,0 +1,137 @@
+"""Fixed-limit betting (rules R8, R11..R16): what a player may do and what it costs.
+
+The functions read the hand and return the event an action makes, or raise a
+DomainError; they never change the hand (the aggregate applies the event).
+"""
+
+from __future__ import annotations
+
+from .config import Stakes
+from .errors import DomainError
+from .events import Acted
+from .games import Game
+from .hand import HandPlayer, HandState
+
+CAP = 4  # R14: one bet and three raises
+
+
+def bet_sizes(hand: HandState, game: Game, stakes: Stakes) -> tuple[int, ...]:
+    """R11/R12: the sizes a bet or raise may have now (both, on an open-pair street)."""
+    street = game.streets[hand.street]
+    if street.big:
+        return (stakes.big_bet,)
+    if hand.open_pair and street.open_pair_street:
+        return (stakes.big_bet,) if hand.big_made else (stakes.small_bet, stakes.big_bet)
+    return (stakes.small_bet,)
+
+
+def may_raise(hand: HandState, p: HandPlayer) -> bool:
+    """Betting is open to ``p``: under the cap (or heads-up) and reopened for him (R16)."""
+    under_cap = hand.raise_count < CAP or hand.heads_up()
+    reopened = p.acted_at is None or p.acted_at != hand.reopen
+    return under_cap and reopened
+
+
+def options(hand: HandState, p: HandPlayer) -> list[str]:
+    if hand.bring_in_pending:
+        return ["bring_in", "complete"]
+    to_call = hand.current_bet - p.round_bet
+    opts = ["fold", "call" if to_call > 0 else "check"]
+    if p.stack > to_call and may_raise(hand, p):
+        if hand.street == 0 and hand.raise_count == 0 and hand.current_bet > 0:
+            opts.append("complete")
+        elif hand.current_bet == 0:
+            opts.append("bet")
+        else:
+            opts.append("raise")
+    return opts
+
+
+def _size(hand: HandState, game: Game, stakes: Stakes, size: str | None) -> int:
+    sizes = bet_sizes(hand, game, stakes)
+    if size is None:
+        return sizes[0]
+    wanted = stakes.small_bet if size == "small" else stakes.big_bet
+    if wanted not in sizes:
+        allowed = " or ".join("small" if s == stakes.small_bet else "big" for s in sizes)
+        raise DomainError("bad_size", f"a {size} bet is not allowed here; the size is {allowed} (R11, R12)")
+    return wanted
+
+
+def _raise_to(hand: HandState, p: HandPlayer, action: str, target: int, full_increment: int) -> Acted:
+    """Put ``p`` in up to ``target`` (or all-in); R16 decides if it counts as full."""
+    amount = min(target - p.round_bet, p.stack)
+    total = p.round_bet + amount
+    full = (total - hand.current_bet) * 2 >= full_increment
+    return Acted(seat=p.seat, action=action, amount=amount, to=total, all_in=amount == p.stack, full=full)
+
+
+def decide_action(
+    hand: HandState, game: Game, stakes: Stakes, p: HandPlayer, action: str, size: str | None
+) -> Acted:
+    """The Acted event for ``p`` doing ``action``, or a DomainError saying why not."""
+    legal = options(hand, p)
+    if action not in legal:
+        raise _refusal(hand, p, action, legal)
+    if size is not None and action not in ("bet", "raise", "complete", "bring_in"):
+        raise DomainError("bad_size", f"{action} takes no size")
+    to_call = hand.current_bet - p.round_bet
+    if action == "fold":
+        return Acted(seat=p.seat, action="fold")
+    if action == "check":
+        return Acted(seat=p.seat, action="check", to=p.round_bet)
+    if action == "call":
+        amount = min(to_call, p.stack)
+        return Acted(seat=p.seat, action="call", amount=amount, to=p.round_bet + amount,
+                     all_in=amount == p.stack)
+    if action == "bring_in":
+        if size is not None:
+            raise DomainError("bad_size", "the bring-in has a fixed amount (R8)")
+        amount = min(stakes.bring_in_amount, p.stack)
+        return Acted(seat=p.seat, action="bring_in", amount=amount, to=amount,
+                     all_in=amount == p.stack, full=False)
+    if action == "complete":
+        if size not in (None, "small"):
+            raise DomainError("bad_size", "a completion is to the small bet (R8)")
+        increment = stakes.small_bet - hand.current_bet
+        return _raise_to(hand, p, "complete", stakes.small_bet, increment)
+    bet = _size(hand, game, stakes, size)
+    minimum = bet_sizes(hand, game, stakes)[0]
+    return _raise_to(hand, p, action, hand.current_bet + bet, minimum)
+
+
+def _refusal(hand: HandState, p: HandPlayer, action: str, legal: list[str]) -> DomainError:
+    """``cap_reached`` when only the cap (R14) stands in the way, else ``illegal_action``."""
+    reopened = p.acted_at is None or p.acted_at != hand.reopen
+    if action == "raise" and hand.raise_count >= CAP and reopened and not hand.bring_in_pending:
+        return DomainError("cap_reached", f"the betting is capped at a bet and {CAP - 1} raises (R14)")
+    return DomainError("illegal_action", f"seat {p.seat} may {', '.join(legal)}; not {action}")
+
+
+def round_complete(hand: HandState) -> bool:
+    """R15: everyone still in and not all-in has acted and matched the highest bet."""
+    if hand.bring_in_pending:
+        return False
+    actors = hand.actors()
+    if len(actors) <= 1:
+        return not actors or actors[0].round_bet >= hand.current_bet
+    return all(p.acted_at is not None and p.round_bet == hand.current_bet for p in actors)
+
+
+def next_to_act(hand: HandState, after: int) -> HandPlayer:
+    """The next player clockwise who still owes an action this round."""
+    for p in hand.clockwise_from(after):
+        if p.can_act and (p.acted_at is None or p.round_bet < hand.current_bet):
+            return p
+    raise AssertionError("next_to_act called on a complete round")
+
+
+def uncalled(hand: HandState) -> tuple[int, int] | None:
+    """The part of the round's highest bet that nobody matched: (seat, chips) to return."""
+    bets = sorted((p.round_bet, p.seat) for p in hand.dealt())
+    if len(bets) < 2:
+        return None
+    (second, _), (top, seat) = bets[-2], bets[-1]
+    if top > second and hand.players[seat].live:
+        return seat, top - second
+    return None

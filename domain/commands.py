@@ -1,0 +1,104 @@
+"""Commands: what someone asks a table to do.  Each either yields events or raises a
+:class:`~studroom.domain.errors.DomainError` and changes nothing.
+
+``now_ms`` is the clock, handed in by the service (the domain never reads a clock); it
+only dates turn deadlines.  ``command_id`` lets the service refuse a replayed command.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+import msgspec
+
+from .config import TableConfig
+
+
+class Command(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, forbid_unknown_fields=True):
+    command_id: str | None = None
+    now_ms: int = 0
+
+
+class OpenTable(Command, tag=True):
+    table_id: str
+    config: TableConfig
+
+
+class SitDown(Command, tag=True):
+    seat: int
+    player: str
+    auto_ante: bool = True        # R5: "I'm in", post the ante for me
+
+
+class BuyIn(Command, tag=True):
+    seat: int
+    amount: int
+
+
+class SitOut(Command, tag=True):
+    seat: int
+    sitting_out: bool = True
+
+
+class Leave(Command, tag=True):
+    seat: int
+
+
+class StartHand(Command, tag=True):
+    """Online tables hand in a fresh secret ``seed`` (hex); scripted hands may give the
+    ``deck`` order instead; live-dealer tables give neither.  ``button`` overrides R4
+    (scripted hands, or the floor placing the first button)."""
+
+    seed: str | None = None
+    deck: list[str] | None = None
+    button: int | None = None
+
+
+class PostAnte(Command, tag=True):
+    seat: int
+
+
+class SkipAnte(Command, tag=True):
+    seat: int
+
+
+class DealStreet(Command, tag=True):
+    """Live-dealer console input (R28): the street's cards in dealing order, or none to
+    deal from the hand's deck.  ``exposed`` lists seats whose 7th card came face up;
+    ``mixed`` says the last cards can no longer be told apart."""
+
+    cards: list[str] | None = None
+    exposed: list[int] = []
+    mixed: bool = False
+
+
+Action = Literal["bring_in", "complete", "fold", "check", "call", "bet", "raise"]
+
+
+class Act(Command, tag=True):
+    seat: int
+    action: Action
+    size: Literal["small", "big"] | None = None   # R12: only where the open pair gives a choice
+
+
+class Timeout(Command, tag=True):
+    """R20: names the turn it was set for; ``seat``, when given, must be that turn's."""
+
+    turn: int
+    seat: int | None = None
+
+
+class Show(Command, tag=True):
+    seat: int
+
+
+class Muck(Command, tag=True):
+    seat: int
+
+
+TableCommand = Union[
+    OpenTable, SitDown, BuyIn, SitOut, Leave, StartHand, PostAnte, SkipAnte, DealStreet,
+    Act, Timeout, Show, Muck,
+]
+
+COMMAND_TYPES = TableCommand.__args__  # type: ignore[attr-defined]

@@ -1,0 +1,111 @@
+"""Dealing: the first deal, later streets with burns, running out of cards (R17), and
+who opens each betting round (R7 bring-in, R10 best board, R29 exposed last card)."""
+
+from __future__ import annotations
+
+from .cards import DECK_SIZE, show, show_many
+from .deck import reshuffle_label, shuffled
+from .errors import DomainError
+from .events import CardsDealt, DealtCard
+from .games import Game
+from .hand import HandPlayer, HandState
+from .hand_ranking import board_value, lowest_card
+
+
+class _Source:
+    """Cards off the top of a list, refusing to read past a scripted deck's end."""
+
+    def __init__(self, cards: list[int], start: int) -> None:
+        self.cards = cards
+        self.next = start
+
+    def take(self) -> int:
+        if self.next >= len(self.cards):
+            raise DomainError("deck_too_short", f"the deck ran out after {len(self.cards)} cards")
+        card = self.cards[self.next]
+        self.next += 1
+        return card
+
+
+def deal_first(hand: HandState, game: Game) -> CardsDealt:
+    """R6: one card at a time clockwise from the button's left, round after round."""
+    source = _Source(hand.deck, hand.pos)
+    dealt = hand.dealt()
+    cards = [
+        DealtCard(p.seat, show(source.take()), face)
+        for face in game.streets[0].faces
+        for p in dealt
+    ]
+    return CardsDealt(street=0, cards=cards)
+
+
+def deal_street(hand: HandState, game: Game, street: int) -> CardsDealt:
+    """R9: one burn, then one card to each active player clockwise; R17 when short."""
+    live = hand.live()
+    stub_size = DECK_SIZE - hand.consumed
+    need_community = bool(hand.community)
+    stub: list[int] | None = None
+    if not need_community and stub_size < len(live) + 1:
+        enough = {game.penultimate_street: len(live) + 3, game.last_street: len(live) + 2}.get(street)
+        if enough is not None and stub_size + len(hand.burns) >= enough:
+            stub = _reshuffle(hand, street)          # R17.1
+        else:
+            need_community = True                    # R17.2
+    if need_community and stub_size < 3:
+        stub = _reshuffle(hand, street)              # R17.2: 1 or 2 cards left
+    source = _Source(stub, 0) if stub is not None else _Source(hand.deck, hand.pos)
+    burned = [show(source.take())]
+    face = game.streets[street].faces[0]
+    if need_community:
+        return CardsDealt(street=street, community=show(source.take()), burned=burned,
+                          reshuffled=stub is not None, stub=show_many(stub or ()))
+    cards = [DealtCard(p.seat, show(source.take()), face) for p in live]
+    return CardsDealt(street=street, cards=cards, burned=burned,
+                      reshuffled=stub is not None, stub=show_many(stub or ()))
+
+
+def _reshuffle(hand: HandState, street: int) -> list[int]:
+    """The undealt stub and the burn cards, shuffled with the hand's seed (R17)."""
+    if len(hand.deck) < DECK_SIZE:
+        raise DomainError("deck_too_short", "a reshuffle (R17) needs the whole 52-card deck")
+    return shuffled(hand.deck[hand.pos :] + hand.burns, hand.shuffle_seed, reshuffle_label(street))
+
+
+def door_card(p: HandPlayer) -> int:
+    return p.cards[p.up.index(True)]
+
+
+def bring_in_seat(hand: HandState) -> HandPlayer | None:
+    """R7: the lowest door card opens (ace high, suits clubs < diamonds < hearts < spades).
+    A player all-in from his ante cannot bring in; the next lowest door card does."""
+    able = [p for p in hand.live() if p.can_act]
+    if not able:
+        return None
+    lowest = lowest_card([door_card(p) for p in able])
+    return next(p for p in able if door_card(p) == lowest)
+
+
+def board(hand: HandState, game: Game, p: HandPlayer) -> list[int]:
+    """The up cards that decide who opens (R10).  A 7th card counts as down even when
+    exposed (R29); a community card counts as up when it replaced the penultimate card
+    (or any card in five-card stud) and as down when it replaced the last (R17.4)."""
+    last = game.last_street if not game.streets[-1].faces[0] else None
+    cards = [c for c, up, st in zip(p.cards, p.up, p.streets) if up and st != last]
+    cards += [c for c, st in zip(hand.community, hand.community_streets) if st != last]
+    return cards
+
+
+def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
+    """R10: the best board opens; a tie goes to the tied player closest to the
+    dealer's left.  Returns (best board, first who can act: the next one clockwise if the
+    best board is all-in)."""
+    best: HandPlayer | None = None
+    best_value: tuple[int, ...] = ()
+    for p in hand.live():
+        value = board_value(board(hand, game, p))
+        if best is None or value > best_value:
+            best, best_value = p, value
+    assert best is not None
+    if best.can_act:
+        return best, best
+    return best, next(p for p in hand.clockwise_from(best.seat) if p.can_act)

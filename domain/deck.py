@@ -1,0 +1,72 @@
+"""The deck and fair dealing (rule R32).
+
+Construction, so that anyone holding the revealed seed can recompute every card:
+
+* the seed is 32 secret random bytes, chosen by the table service (never by the domain);
+* the hand's first event publishes ``commitment = SHA-256(seed)`` in hex;
+* a byte stream is derived from the seed in counter mode:
+  ``block_i = SHA-256(seed || label || i.to_bytes(8, "big"))``, for a label naming the
+  purpose (``b"deck"`` for the deck order, ``b"reshuffle:<street>"`` for rule R17);
+* the deck, cards 0..51 in order (2c 2d 2h 2s 3c ... As), is shuffled with Fisher-Yates
+  (for i from 51 down to 1 swap card i with card j, j uniform in 0..i), where j is drawn
+  by rejection sampling from 32-bit big-endian words of the stream (no modulo bias).
+
+The hand's last event reveals the seed; ``verify`` recomputes the order from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+
+from .cards import ALL_CARDS
+
+SEED_BYTES = 32
+
+
+def commitment(seed: bytes) -> str:
+    """The published commitment to a seed: its SHA-256 in hex."""
+    return hashlib.sha256(seed).hexdigest()
+
+
+def _words(seed: bytes, label: bytes) -> Iterator[int]:
+    counter = 0
+    while True:
+        block = hashlib.sha256(seed + label + counter.to_bytes(8, "big")).digest()
+        for k in range(0, 32, 4):
+            yield int.from_bytes(block[k : k + 4], "big")
+        counter += 1
+
+
+def _below(words: Iterator[int], n: int) -> int:
+    """A uniform integer in 0..n-1 by rejection sampling 32-bit words."""
+    limit = (1 << 32) - ((1 << 32) % n)
+    for w in words:
+        if w < limit:
+            return w % n
+    raise AssertionError("unreachable: the word stream is infinite")
+
+
+def shuffled(cards: Sequence[int], seed: bytes, label: bytes) -> list[int]:
+    """Fisher-Yates shuffle of ``cards`` driven by the seed's stream for ``label``."""
+    out = list(cards)
+    words = _words(seed, label)
+    for i in range(len(out) - 1, 0, -1):
+        j = _below(words, i + 1)
+        out[i], out[j] = out[j], out[i]
+    return out
+
+
+def deck_from_seed(seed: bytes) -> list[int]:
+    """The hand's full deck order, top card first."""
+    return shuffled(ALL_CARDS, seed, b"deck")
+
+
+def reshuffle_label(street: int) -> bytes:
+    return b"reshuffle:%d" % street
+
+
+def verify(seed: bytes, published_commitment: str, dealt_order: Sequence[int]) -> bool:
+    """True when the seed matches the commitment and produced the dealt cards, in order."""
+    deck = deck_from_seed(seed)
+    return commitment(seed) == published_commitment and list(dealt_order) == deck[: len(dealt_order)]

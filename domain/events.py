@@ -1,0 +1,259 @@
+"""The table's events: what happened, stored forever, replayed to rebuild a table.
+
+Every event is a frozen msgspec Struct in one tagged union (``"type"`` names it on the
+wire).  Versioning follows msgspec's rules: a new field gets a default, so old events
+still decode; a change of meaning gets a new event type, and old types stay decodable
+forever.  ``v`` records the schema version the event was written with.
+
+Events are the DEALER'S VIEW: they carry hidden cards and the deck seed.  What is secret
+is declared here, next to the fields, so the views (``views.py``) derive the public and
+the private copies mechanically (rule R33):
+
+* ``DealtCard.card`` is hidden unless ``up``; its owner is ``DealtCard.seat``;
+* fields listed in an event's ``__secret__`` are dealer-only (deck order, seed, burns,
+  mucked cards).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Union
+
+import msgspec
+
+from .config import TableConfig
+
+
+class Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
+    v: int = 1
+    __secret__: ClassVar[tuple[str, ...]] = ()
+
+
+# --- the table -------------------------------------------------------------------------
+
+
+class TableOpened(Event, tag=True):
+    table_id: str
+    config: TableConfig
+
+
+class PlayerSatDown(Event, tag=True):
+    seat: int
+    player: str
+    auto_ante: bool = True
+
+
+class ChipsBought(Event, tag=True):
+    """A buy-in or top-up between hands (R3)."""
+
+    seat: int
+    amount: int
+
+
+class SitOutChanged(Event, tag=True):
+    seat: int
+    sitting_out: bool
+
+
+class PlayerLeft(Event, tag=True):
+    """The seat is empty again; ``cashed_out`` chips left the table with the player."""
+
+    seat: int
+    player: str
+    cashed_out: int
+
+
+class LeaveRequested(Event, tag=True):
+    """A player left during a hand: his hand is folded, he is cashed out when it ends."""
+
+    seat: int
+
+
+# --- a hand ----------------------------------------------------------------------------
+
+
+class HandSeat(msgspec.Struct, frozen=True):
+    seat: int
+    player: str
+    stack: int
+
+
+class HandStarted(Event, tag=True):
+    """R32: ``commitment`` is public; the deck order and seed are dealer-only until the
+    hand's last event reveals them."""
+
+    __secret__ = ("deck", "seed")
+    hand_no: int
+    button: int
+    seats: list[HandSeat]          # everyone dealt in, in dealing order (left of button)
+    commitment: str
+    deck: list[str] = []           # the order cards come off the deck (empty: live dealer)
+    seed: str | None = None
+
+
+class AntePosted(Event, tag=True):
+    seat: int
+    amount: int
+    all_in: bool = False
+
+
+class AnteSkipped(Event, tag=True):
+    """R5: the player did not post in time (or declined) and sits out this hand."""
+
+    seat: int
+
+
+class HandCancelled(Event, tag=True):
+    """R5: fewer than two antes; every posted ante goes back."""
+
+    hand_no: int
+    reason: str
+    refunds: dict[int, int]
+
+
+class DealtCard(msgspec.Struct, frozen=True, array_like=True):
+    seat: int
+    card: str | None              # None in a public view of a down card
+    up: bool
+
+
+class CardsDealt(Event, tag=True):
+    """One street.  ``community`` is set when rule R17 turns a community card instead."""
+
+    __secret__ = ("burned", "stub")
+    street: int                   # index into the game's streets (0 = the first deal)
+    cards: list[DealtCard] = []
+    community: str | None = None
+    burned: list[str] = []
+    reshuffled: bool = False      # R17: burns (and stub) were shuffled before this street
+    stub: list[str] = []          # after a reshuffle: the new stub order, top first
+
+
+class LastCardsExposed(Event, tag=True):
+    """R28: a live dealer dealt a 7th card face up; the seats in ``turned`` have their
+    last cards turned up too, or, when the last cards can no longer be told apart, the
+    last betting round is skipped.  (The turned cards become public in the public view.)"""
+
+    exposed_seat: int | None
+    turned: list[int] = []
+    skip_betting: bool = False
+
+
+class AntesCollected(Event, tag=True):
+    """R5: the ante window closed; these seats are dealt in, in dealing order."""
+
+    seats: list[int]
+
+
+class RoundStarted(Event, tag=True):
+    """A betting round opens.  ``opener`` brings in (R7, first street) or shows the best
+    board (R10); ``first`` is who acts first (the next one clockwise if the opener is
+    all-in).  ``open_pair``: R12 allows big bets on this street."""
+
+    street: int
+    opener: int
+    first: int
+    bring_in: bool = False
+    door_card: str | None = None
+    open_pair: bool = False
+
+
+class RoundEnded(Event, tag=True):
+    """R15: the betting round is over; the unmatched part of the top bet goes back."""
+
+    street: int
+    returned_seat: int | None = None
+    returned: int = 0
+
+
+class TurnStarted(Event, tag=True):
+    """Whose turn it is, what he may do, and until when (ms since the epoch, or since
+    the scenario's start).  ``turn`` names the turn: a timeout carries it (R20)."""
+
+    turn: int
+    seat: int | None              # None: the ante window (every seat that has not posted)
+    kind: Literal["ante", "act", "show"]
+    deadline_ms: int
+    to_call: int = 0
+    options: list[str] = []
+
+
+class Acted(Event, tag=True):
+    seat: int
+    action: Literal["bring_in", "complete", "fold", "check", "call", "bet", "raise"]
+    amount: int = 0               # chips this action put in
+    to: int = 0                   # the seat's total bet in this round afterwards
+    all_in: bool = False
+    full: bool = True             # counted as a full bet/raise (R16) for reopening/cap
+
+
+class TimedOut(Event, tag=True):
+    """R19: what a timeout did: ``fold``, ``check``, ``bring_in`` or ``protected``
+    (all-in protection: stays in for what he has put in)."""
+
+    turn: int
+    seat: int
+    outcome: Literal["fold", "check", "bring_in", "protected", "show"]
+
+
+class Announced(Event, tag=True):
+    """R30/R31: what a player's up cards show, language-neutral plus rendered."""
+
+    seat: int
+    kind: str | None              # "pair", "two_pair", "trips", "quads" or None
+    rank: str | None              # rank letter of the announced cards
+    draws: list[str] = []         # "straight", "flush"
+    en: str = ""
+    de: str = ""
+
+
+class ShowdownStarted(Event, tag=True):
+    order: list[int]              # R21
+
+
+class HandShown(Event, tag=True):
+    seat: int
+    cards: list[str]              # all his own cards in the order received
+    high: str = ""
+    low: str | None = None
+
+
+class HandMucked(Event, tag=True):
+    """R22/R23: the cards are kept for participants' hand histories, never public."""
+
+    __secret__ = ("cards",)
+    seat: int
+    cards: list[str] = []
+
+
+class PotAwarded(Event, tag=True):
+    """R24..R27: one pot (0 = main), its rake, and who won what."""
+
+    pot: int
+    amount: int
+    rake: int
+    eligible: list[int]
+    high: dict[int, int]
+    low: dict[int, int] = {}
+
+
+class HandEnded(Event, tag=True):
+    """The hand's last event: final stacks, and R32's reveal of the seed (or, for a
+    scripted deck, the deck order itself)."""
+
+    hand_no: int
+    ended_on: Literal["showdown", "fold"]
+    stacks: dict[int, int]
+    net: dict[int, int]
+    rake: int
+    seed: str | None = None
+    deck: list[str] = []
+
+
+TableEvent = Union[
+    TableOpened, PlayerSatDown, ChipsBought, SitOutChanged, PlayerLeft, LeaveRequested,
+    HandStarted, AntePosted, AnteSkipped, HandCancelled, AntesCollected, CardsDealt,
+    LastCardsExposed, RoundStarted, TurnStarted, Acted, TimedOut, Announced, RoundEnded,
+    ShowdownStarted, HandShown, HandMucked, PotAwarded, HandEnded,
+]
+
+EVENT_TYPES: tuple[type[Event], ...] = TableEvent.__args__  # type: ignore[attr-defined]

@@ -1,0 +1,116 @@
+"""The state of one hand in play: who is in, their cards and chips, the betting round.
+
+Plain mutable objects with slots: the aggregate changes them only by applying events
+(``table.py``), and the rules read them (``betting.py``, ``dealing.py``, ``showdown.py``).
+"""
+
+from __future__ import annotations
+
+
+class HandPlayer:
+    __slots__ = (
+        "seat", "player", "start_stack", "stack", "cards", "up", "streets",
+        "posted", "dealt_in", "folded", "all_in", "protected", "ante",
+        "contributed", "round_bet", "acted_at", "showed", "mucked",
+    )
+
+    def __init__(self, seat: int, player: str, stack: int) -> None:
+        self.seat = seat
+        self.player = player
+        self.start_stack = stack
+        self.stack = stack            # chips behind, not yet put in
+        self.cards: list[int] = []    # own cards in the order received
+        self.up: list[bool] = []      # face of each card
+        self.streets: list[int] = []  # the street each card came on
+        self.posted = False           # posted the ante (R5)
+        self.dealt_in = False
+        self.folded = False
+        self.all_in = False           # puts in no more chips: all-in or protected (R19)
+        self.protected = False        # R19: a timeout made him all-in for what he put in
+        self.ante = 0
+        self.contributed = 0          # all chips put in this hand, the ante included
+        self.round_bet = 0            # chips put in during the current betting round
+        self.acted_at: int | None = None  # the round's reopen count when he last acted
+        self.showed = False
+        self.mucked = False
+
+    @property
+    def live(self) -> bool:
+        """Dealt in and not folded: still contesting the pot."""
+        return self.dealt_in and not self.folded
+
+    @property
+    def can_act(self) -> bool:
+        return self.dealt_in and not self.folded and not self.all_in
+
+    def put_in(self, amount: int) -> None:
+        self.stack -= amount
+        self.contributed += amount
+        self.round_bet += amount
+        if self.stack == 0:
+            self.all_in = True
+
+
+class HandState:
+    __slots__ = (
+        "hand_no", "button", "players", "order", "deck", "pos", "consumed", "burns",
+        "community", "community_streets", "seed", "shuffle_seed", "scripted_deck",
+        "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
+        "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
+        "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
+        "to_act", "turn_kind",
+    )
+
+    def __init__(self, hand_no: int, button: int, players: list[HandPlayer]) -> None:
+        self.hand_no = hand_no
+        self.button = button
+        self.players = {p.seat: p for p in players}
+        self.order = [p.seat for p in players]   # dealing order, left of the button first
+        self.deck: list[int] = []      # the deck, top first; ``pos`` is the next card
+        self.pos = 0
+        self.consumed = 0              # cards taken from the 52 (dealt and burned)
+        self.burns: list[int] = []     # burned cards still set aside (R17 may reshuffle them)
+        self.community: list[int] = []
+        self.community_streets: list[int] = []
+        self.seed: bytes | None = None
+        self.shuffle_seed = b""
+        self.scripted_deck: list[str] = []   # a scripted deck, revealed at the end (R32)
+        self.phase = "ante"            # ante | deal | betting | showdown
+        self.street = -1
+        self.current_bet = 0
+        self.raise_count = 0           # full bets and raises this round (R14)
+        self.reopen = 0                # bumped by every full bet or raise (R16)
+        self.open_pair = False         # R12
+        self.big_made = False          # R12: a big bet or raise was made this round
+        self.bring_in_pending = False
+        self.round_first: int | None = None
+        self.round_aggressor: int | None = None
+        self.round_acted = False
+        self.first_round_over = False  # R27: no rake on a hand ending in the first round
+        self.showdown_lead: int | None = None   # R21: who shows first
+        self.lead_is_aggressor = False
+        self.showdown_order: list[int] = []
+        self.skip_last_round = False   # R28: last cards mixed up
+        self.to_act: int | None = None
+        self.turn_kind: str | None = None
+
+    # --- queries ----------------------------------------------------------------------
+
+    def dealt(self) -> list[HandPlayer]:
+        return [self.players[s] for s in self.order if self.players[s].dealt_in]
+
+    def live(self) -> list[HandPlayer]:
+        return [self.players[s] for s in self.order if self.players[s].live]
+
+    def actors(self) -> list[HandPlayer]:
+        return [self.players[s] for s in self.order if self.players[s].can_act]
+
+    def clockwise_from(self, seat: int) -> list[HandPlayer]:
+        """Every player in dealing order, starting just after ``seat``."""
+        i = self.order.index(seat)
+        seats = self.order[i + 1 :] + self.order[: i + 1]
+        return [self.players[s] for s in seats]
+
+    def heads_up(self) -> bool:
+        """R14: only two players left in the hand, no cap."""
+        return sum(1 for p in self.players.values() if p.live) == 2

@@ -1,0 +1,106 @@
+"""Pots, rake and the split of each pot (rules R24, R25, R26, R27).
+
+Pure arithmetic on integers: given what every player put in and who is still in the
+hand, build the main and side pots; take the rake; split each pot between winners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Pot:
+    amount: int
+    eligible: list[int]       # seats still in the hand that contributed up to this pot's level
+    rake: int = 0
+
+
+def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Sequence[int]) -> list[Pot]:
+    """R26: main pot first, then a side pot above each all-in level.
+
+    ``contributions`` holds every seat's chips in the hand (folded seats included: their
+    chips stay in the pots, they are simply not eligible).  ``capped`` are the live seats
+    that put in no more (all-in, or protected by a timeout, R19).  Pots whose eligible
+    seats are the same are merged.  A pot no live seat reached (only folded money above
+    the last live level) is added to the pot below it.
+    """
+    live_levels = sorted({contributions[s] for s in capped})
+    top = max((contributions[s] for s in live), default=0)
+    levels = [lv for lv in live_levels if lv < top] + [top]
+    pots: list[Pot] = []
+    previous = 0
+    for level in levels:
+        amount = sum(min(c, level) - min(c, previous) for c in contributions.values())
+        eligible = sorted(s for s in live if contributions[s] >= level)
+        if amount and pots and pots[-1].eligible == eligible:
+            pots[-1].amount += amount
+        elif amount:
+            pots.append(Pot(amount, eligible))
+        previous = level
+    leftover = sum(c - min(c, previous) for c in contributions.values())
+    if leftover:
+        if pots:
+            pots[-1].amount += leftover
+        else:
+            pots.append(Pot(leftover, sorted(live)))
+    return pots
+
+
+def take_rake(pots: Sequence[Pot], basis_points: int, cap: int | None) -> int:
+    """R27: each pot's share rounded down, main pot first, until the hand's cap."""
+    total = 0
+    for pot in pots:
+        rake = pot.amount * basis_points // 10_000
+        if cap is not None:
+            rake = min(rake, cap - total)
+        pot.rake = rake
+        total += rake
+    return total
+
+
+def split(amount: int, winners: Sequence[int], odd_chip_order: Callable[[int], int]) -> dict[int, int]:
+    """R24: equal shares; chips that cannot be split go one each to the winners in the
+    order of ``odd_chip_order`` (highest first: the holder of the highest single card)."""
+    share, odd = divmod(amount, len(winners))
+    result = {seat: share for seat in winners}
+    for seat in sorted(winners, key=odd_chip_order, reverse=True)[:odd]:
+        result[seat] += 1
+    return result
+
+
+def best(values: Mapping[int, int], better: Callable[[int, int], bool]) -> list[int]:
+    """The seats holding the best value (ties included)."""
+    top: list[int] = []
+    top_value = 0
+    for seat, value in values.items():
+        if not top or better(value, top_value):
+            top, top_value = [seat], value
+        elif value == top_value:
+            top.append(seat)
+    return sorted(top)
+
+
+def award(
+    amount: int,
+    high: Mapping[int, int],
+    low: Mapping[int, int | None] | None,
+    odd_chip_order: Callable[[int], int],
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Split one pot (after rake) among the contenders.
+
+    ``high`` maps each contender to his high value (bigger wins).  For Hi/Lo (R25)
+    ``low`` maps contenders to their 8-or-better low (smaller wins, None: no low); the
+    high half gets the odd chip; without a qualifying low the high takes the pot.
+    """
+    high_winners = best(high, lambda a, b: a > b)
+    qualified = {s: v for s, v in (low or {}).items() if v is not None}
+    if not qualified:
+        return split(amount, high_winners, odd_chip_order), {}
+    low_half = amount // 2
+    low_winners = best(qualified, lambda a, b: a < b)
+    return (
+        split(amount - low_half, high_winners, odd_chip_order),
+        split(low_half, low_winners, odd_chip_order),
+    )

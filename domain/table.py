@@ -1,0 +1,806 @@
+"""The table aggregate: seats, chips and one hand after another.
+
+``Table.execute(command)`` checks the command against the rules and returns the events it
+causes, already applied; a refused command raises :class:`DomainError` and leaves the
+table exactly as it was.  ``Table.apply(event)`` is the only code that changes state, so
+``Table.replay(events)`` rebuilds the identical table (event sourcing).
+
+The domain is pure: the clock (``now_ms``) and the deck seed come in with the commands.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Iterable
+
+from . import announcements
+from .betting import decide_action, next_to_act, options, round_complete, uncalled
+from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
+from .commands import (
+    Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, SitOut,
+    SkipAnte, StartHand, Timeout,
+)
+from .config import TableConfig, too_many_players, validate
+from .deck import commitment, deck_from_seed
+from .dealing import bring_in_seat, deal_first, deal_street, door_card, first_to_act
+from .errors import DomainError
+from .events import (
+    Acted, Announced, AntePosted, AnteSkipped, AntesCollected, CardsDealt, ChipsBought, DealtCard,
+    Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
+    LeaveRequested, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded, RoundStarted, ShowdownStarted,
+    SitOutChanged, TableOpened, TimedOut, TurnStarted,
+)
+from .games import GAMES, Game
+from .hand import HandPlayer, HandState
+from .hand_ranking import describe_high, describe_low, high_value, low_value
+from .showdown import check_muck, settle, showdown_order
+
+
+class SeatState:
+    __slots__ = ("player", "stack", "sitting_out", "auto_ante", "leaving")
+
+    def __init__(self, player: str, auto_ante: bool) -> None:
+        self.player = player
+        self.stack = 0
+        self.sitting_out = False
+        self.auto_ante = auto_ante
+        self.leaving = False
+
+
+class Table:
+    def __init__(self) -> None:
+        self.table_id: str | None = None
+        self.config: TableConfig | None = None
+        self.game: Game | None = None
+        self.seats: dict[int, SeatState] = {}
+        self.button: int | None = None
+        self.hand_no = 0
+        self.turn = 0
+        self.hand: HandState | None = None
+        self.version = 0              # events applied so far
+        self._events: list[Event] = []
+
+    # --- event sourcing ---------------------------------------------------------------
+
+    @classmethod
+    def replay(cls, events: Iterable[Event]) -> Table:
+        table = cls()
+        for event in events:
+            table.apply(event)
+        return table
+
+    def apply(self, event: Event) -> None:
+        _APPLY[type(event)](self, event)
+        self.version += 1
+
+    def execute(self, command: Command) -> list[Event]:
+        """Run one command: the events it caused, or a DomainError and no change."""
+        handler = _HANDLERS.get(type(command))
+        if handler is None:
+            raise DomainError("unknown_command", f"no such command: {type(command).__name__}")
+        self._events = []
+        snapshot = self._snapshot() if self._may_fail_midway(command) else None
+        try:
+            handler(self, command)
+        except DomainError:
+            if snapshot is not None:
+                self.__dict__.update(snapshot)
+            self._events = []
+            raise
+        events, self._events = self._events, []
+        return events
+
+    def _emit(self, event: Event) -> None:
+        self.apply(event)
+        self._events.append(event)
+
+    def _may_fail_midway(self, command: Command) -> bool:
+        """Only a scripted deck shorter than 52 cards can refuse a command after its
+        first events (``deck_too_short`` while dealing); such commands run on a
+        snapshot.  Every other refusal is decided before the first event."""
+        if isinstance(command, StartHand):
+            return command.deck is not None and len(command.deck) < DECK_SIZE
+        hand = self.hand
+        return hand is not None and 0 < len(hand.scripted_deck) < DECK_SIZE
+
+    def _snapshot(self) -> dict:
+        return copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_events"})
+
+    # --- small helpers ----------------------------------------------------------------
+
+    def _require_config(self) -> TableConfig:
+        if self.config is None:
+            raise DomainError("table_not_open", "the table has not been opened")
+        return self.config
+
+    def _seat(self, seat: int) -> SeatState:
+        self._require_config()
+        state = self.seats.get(seat)
+        if state is None:
+            raise DomainError("unknown_seat", f"nobody sits in seat {seat}")
+        return state
+
+    def _hand(self) -> HandState:
+        if self.hand is None:
+            raise DomainError("no_hand", "no hand is being played")
+        return self.hand
+
+    def _in_hand(self, seat: int) -> HandPlayer:
+        self._seat(seat)
+        hand = self._hand()
+        p = hand.players.get(seat)
+        if p is None or not p.dealt_in and hand.phase != "ante":
+            raise DomainError("not_in_hand", f"seat {seat} is not in this hand")
+        return p
+
+    def _deadline(self, command: Command, seconds: int) -> int:
+        return command.now_ms + seconds * 1000
+
+    # --- commands: seats and chips ----------------------------------------------------
+
+    def _open(self, c: OpenTable) -> None:
+        if self.config is not None:
+            raise DomainError("already_open", f"table {self.table_id} is already open")
+        validate(c.config)
+        self._emit(TableOpened(table_id=c.table_id, config=c.config))
+
+    def _sit_down(self, c: SitDown) -> None:
+        config = self._require_config()
+        if not 0 <= c.seat < config.seat_count:
+            raise DomainError("unknown_seat", f"seats are 0..{config.seat_count - 1}, not {c.seat}")
+        if c.seat in self.seats:
+            raise DomainError("seat_taken", f"seat {c.seat} is taken")
+        if len(self.seats) >= config.max_players:
+            raise too_many_players(config.game)
+        if not c.player or any(s.player == c.player for s in self.seats.values()):
+            raise DomainError("already_seated", f"player {c.player!r} already sits at this table")
+        self._emit(PlayerSatDown(seat=c.seat, player=c.player, auto_ante=c.auto_ante))
+
+    def _buy_in(self, c: BuyIn) -> None:
+        config = self._require_config()
+        seat = self._seat(c.seat)
+        if self.hand is not None and c.seat in self.hand.players:
+            raise DomainError("hand_in_progress", "buy-ins and top-ups only between hands (R3)")
+        if not isinstance(c.amount, int) or c.amount <= 0:
+            raise DomainError("bad_amount", "a buy-in is a positive whole number of chips")
+        if seat.stack + c.amount < config.min_buy_in:
+            raise DomainError("short_buy_in", f"the minimum buy-in is {config.min_buy_in} chips (R3)")
+        if config.max_buy_in is not None and seat.stack + c.amount > config.max_buy_in:
+            raise DomainError("over_max_buy_in", f"the table maximum is {config.max_buy_in} chips (R3)")
+        self._emit(ChipsBought(seat=c.seat, amount=c.amount))
+
+    def _sit_out(self, c: SitOut) -> None:
+        seat = self._seat(c.seat)
+        if seat.sitting_out == c.sitting_out:
+            raise DomainError("no_change", f"seat {c.seat} is already {'out' if c.sitting_out else 'in'}")
+        self._emit(SitOutChanged(seat=c.seat, sitting_out=c.sitting_out))
+
+    def _leave(self, c: Leave) -> None:
+        """R3: leaving between hands cashes out at once; leaving during a hand folds it
+        (an all-in hand stays in) and cashes out when the hand ends."""
+        seat = self._seat(c.seat)
+        if seat.leaving:
+            raise DomainError("already_leaving", f"seat {c.seat} is already leaving")
+        hand = self.hand
+        p = hand.players.get(c.seat) if hand else None
+        if hand is None or p is None:
+            self._emit(PlayerLeft(seat=c.seat, player=seat.player, cashed_out=seat.stack))
+        elif hand.phase == "ante" and not p.posted:
+            self._emit(AnteSkipped(seat=c.seat))
+            self._emit(PlayerLeft(seat=c.seat, player=seat.player, cashed_out=p.stack))
+            self._after_ante(c)
+        else:
+            was_live, was_turn = p.live, hand.to_act == c.seat and hand.turn_kind == "act"
+            self._emit(LeaveRequested(seat=c.seat))
+            if hand.phase == "ante":
+                self._after_ante(c)
+            elif was_live and p.folded:
+                self._after_fold(c, c.seat, was_turn)
+
+    # --- commands: a hand -------------------------------------------------------------
+
+    def _start_hand(self, c: StartHand) -> None:
+        config = self._require_config()
+        if self.hand is not None:
+            raise DomainError("hand_in_progress", f"hand {self.hand_no} is still being played")
+        ready = sorted(s for s, st in self.seats.items() if st.stack > 0 and not st.sitting_out and not st.leaving)
+        if len(ready) < 2:
+            raise DomainError("not_enough_players", "a hand needs two players with chips (R5)")
+        button = self._next_button(ready) if c.button is None else c.button
+        if c.button is not None and c.button not in range(config.seat_count):
+            raise DomainError("unknown_seat", f"no seat {c.button} for the button")
+        deck, seed_hex, commit = self._deck_for(c)
+        order = [s for s in ready if s > button] + [s for s in ready if s <= button]
+        self._emit(HandStarted(
+            hand_no=self.hand_no + 1, button=button, commitment=commit, deck=deck, seed=seed_hex,
+            seats=[HandSeat(s, self.seats[s].player, self.seats[s].stack) for s in order],
+        ))
+        for s in order:
+            if self.seats[s].auto_ante:
+                self._post_ante_for(s)
+        if not self._after_ante(c):
+            self._emit(TurnStarted(turn=self.turn + 1, seat=None, kind="ante",
+                                   deadline_ms=self._deadline(c, config.ante_seconds)))
+
+    def _deck_for(self, c: StartHand) -> tuple[list[str], str | None, str]:
+        """The hand's deck and its R32 commitment: from a seed, a scripted order, or
+        nothing at all (a live dealer's table)."""
+        if c.seed is not None:
+            try:
+                seed = bytes.fromhex(c.seed)
+            except ValueError:
+                raise DomainError("bad_seed", "the seed must be hex") from None
+            if not seed:
+                raise DomainError("bad_seed", "the seed is empty")
+            return show_many(deck_from_seed(seed)), c.seed, commitment(seed)
+        if c.deck is not None:
+            try:
+                cards = parse_many(c.deck)
+            except BadCard as e:
+                raise DomainError("bad_card", str(e)) from None
+            if len(set(cards)) != len(cards):
+                dup = next(t for t in c.deck if c.deck.count(t) > 1)
+                raise DomainError("duplicate_card", f"{dup} appears twice in the deck")
+            text = ",".join(c.deck)
+            return list(c.deck), None, hashlib.sha256(text.encode()).hexdigest()
+        if self.config is not None and self.config.auto_deal:
+            raise DomainError("no_deck", "an online table needs a seed to deal from")
+        return [], None, ""
+
+    def _next_button(self, ready: list[int]) -> int:
+        """R4: one occupied seat clockwise after every hand (the first hand: the seat
+        before the lowest ready seat, so that seat is dealt first)."""
+        occupied = sorted(self.seats)
+        if self.button is None:
+            return ready[-1]
+        later = [s for s in occupied if s > self.button]
+        return later[0] if later else occupied[0]
+
+    def _post_ante(self, c: PostAnte) -> None:
+        p = self._in_hand(c.seat)
+        hand = self._hand()
+        if hand.phase != "ante" or p.posted:
+            raise DomainError("illegal_action", f"seat {c.seat} has no ante to post now")
+        self._post_ante_for(c.seat)
+        self._after_ante(c)
+
+    def _post_ante_for(self, seat: int) -> None:
+        p = self._hand().players[seat]
+        amount = min(self._require_config().stakes.ante, p.stack)
+        self._emit(AntePosted(seat=seat, amount=amount, all_in=amount == p.stack))
+
+    def _skip_ante(self, c: SkipAnte) -> None:
+        p = self._in_hand(c.seat)
+        hand = self._hand()
+        if hand.phase != "ante" or p.posted:
+            raise DomainError("illegal_action", f"seat {c.seat} cannot sit out this hand now")
+        self._emit(AnteSkipped(seat=c.seat))
+        self._after_ante(c)
+
+    def _after_ante(self, c: Command) -> bool:
+        """Close the ante window once every seat has posted or sat out (R5)."""
+        hand = self._hand()
+        if any(not p.posted and not p.folded for p in hand.players.values()):
+            return False
+        self._close_antes(c)
+        return True
+
+    def _close_antes(self, c: Command) -> None:
+        hand = self._hand()
+        posted = [s for s in hand.order if hand.players[s].posted and not hand.players[s].folded]
+        if len(posted) < 2:
+            refunds = {p.seat: p.contributed for p in hand.players.values() if p.contributed}
+            self._emit(HandCancelled(hand_no=hand.hand_no, reason="fewer than two antes (R5)", refunds=refunds))
+            self._emit_departures()
+            return
+        self._emit(AntesCollected(seats=posted))
+        if self._require_config().auto_deal:
+            self._deal(c)
+
+    def _deal_street_command(self, c: DealStreet) -> None:
+        config = self._require_config()
+        hand = self._hand()
+        if config.auto_deal:
+            raise DomainError("auto_dealt", "this table deals by itself")
+        if hand.phase != "deal":
+            raise DomainError("not_dealing_now", "no street is due to be dealt")
+        if c.cards is None and not hand.deck:
+            raise DomainError("bad_deal", "a live dealer's street must carry its cards")
+        self._deal(c, c)
+
+    def _deal(self, c: Command, console: DealStreet | None = None) -> None:
+        """Deal the next street, announce, and open its betting round; streets without
+        betting (everybody all-in) follow one another up to the showdown."""
+        hand = self._hand()
+        game = self._game()
+        while True:
+            street = hand.street + 1
+            if console is not None and console.cards is not None:
+                event = self._console_cards(street, console)
+            elif street == 0:
+                event = deal_first(hand, game)
+            else:
+                event = deal_street(hand, game, street)
+            exposure = self._exposure(street, console) if console is not None else None
+            self._emit(event)
+            if exposure is not None:
+                self._emit(exposure)
+            console = None
+            self._announce(street)
+            if self._open_round(c):
+                return
+            if hand.street >= game.last_street or hand.skip_last_round:
+                self._showdown(c)
+                return
+            if not self._require_config().auto_deal:
+                return
+
+    def _console_cards(self, street: int, console: DealStreet) -> CardsDealt:
+        """R28: a live dealer's console reports the street's cards in dealing order."""
+        hand = self._hand()
+        game = self._game()
+        try:
+            cards = parse_many(console.cards or [])
+        except BadCard as e:
+            raise DomainError("bad_card", str(e)) from None
+        seen = {c for p in hand.players.values() for c in p.cards} | set(hand.community)
+        if len(set(cards)) != len(cards) or seen & set(cards):
+            raise DomainError("duplicate_card", "a card reported twice in this hand")
+        live = hand.live() if street else hand.dealt()
+        faces = game.streets[street].faces
+        if street and len(cards) == 1 and len(live) > 1:
+            return CardsDealt(street=street, community=show(cards[0]))
+        if len(cards) != len(live) * len(faces):
+            raise DomainError("bad_deal", f"expected {len(live) * len(faces)} cards for this street")
+        exposed = set(console.exposed)
+        dealt = [
+            DealtCard(p.seat, show(cards[r * len(live) + i]), faces[r] or p.seat in exposed)
+            for r in range(len(faces)) for i, p in enumerate(live)
+        ]
+        return CardsDealt(street=street, cards=dealt)
+
+    def _exposure(self, street: int, console: DealStreet) -> LastCardsExposed | None:
+        """R28: one exposed 7th card turns up all the others' (unless its owner was
+        all-in); mixed-up last cards skip the last betting round.  Checked before the
+        street is dealt, applied right after it."""
+        if not console.exposed and not console.mixed:
+            return None
+        hand = self._hand()
+        game = self._game()
+        live = {p.seat for p in hand.live()}
+        if street != game.last_street or game.streets[street].faces[0] or not set(console.exposed) <= live:
+            raise DomainError("bad_deal", "only a 7th card of a player in the hand can be exposed (R28)")
+        turned: list[int] = []
+        if any(hand.players[s].can_act for s in console.exposed):
+            turned = sorted(live - set(console.exposed))
+        return LastCardsExposed(exposed_seat=console.exposed[0] if console.exposed else None,
+                                turned=turned, skip_betting=console.mixed)
+
+    def _announce(self, street: int) -> None:
+        """R30/R31: what each player's up cards show, from the second up card on."""
+        hand = self._hand()
+        if not self._game().streets[street].faces[-1]:
+            return
+        for p in hand.live():
+            ups = [c for c, up in zip(p.cards, p.up) if up]
+            if len(ups) < 2:
+                continue
+            a = announcements.describe(ups)
+            if a is None:
+                continue
+            self._emit(Announced(
+                seat=p.seat, kind=a.kind, rank=None if a.rank is None else RANKS[a.rank],
+                draws=list(a.draws), en=announcements.render(a, "en"), de=announcements.render(a, "de"),
+            ))
+
+    def _open_round(self, c: Command) -> bool:
+        """Start the street's betting round if two players can still bet."""
+        hand = self._hand()
+        if hand.skip_last_round or len(hand.actors()) < 2:
+            return False
+        if hand.street == 0:
+            opener = bring_in_seat(hand)
+            assert opener is not None
+            self._emit(RoundStarted(street=0, opener=opener.seat, first=opener.seat, bring_in=True,
+                                    door_card=show(door_card(opener))))
+            first = opener
+        else:
+            best, first = first_to_act(hand, self._game())
+            open_pair = self._game().streets[hand.street].open_pair_street and any(
+                _shows_pair(p) for p in hand.live()
+            )
+            self._emit(RoundStarted(street=hand.street, opener=best.seat, first=first.seat, open_pair=open_pair))
+        self._start_turn(c, first)
+        return True
+
+    def _start_turn(self, c: Command, p: HandPlayer) -> None:
+        hand = self._hand()
+        self._emit(TurnStarted(
+            turn=self.turn + 1, seat=p.seat, kind="act",
+            deadline_ms=self._deadline(c, self._require_config().action_seconds),
+            to_call=min(hand.current_bet - p.round_bet, p.stack), options=options(hand, p),
+        ))
+
+    def _act(self, c: Act) -> None:
+        p = self._in_hand(c.seat)
+        hand = self._hand()
+        if hand.phase != "betting":
+            raise DomainError("illegal_action", "no betting round is open")
+        if hand.to_act != c.seat:
+            raise DomainError("not_your_turn", f"seat {c.seat} acted, but seat {hand.to_act} is to act")
+        event = decide_action(hand, self._game(), self._require_config().stakes, p, c.action, c.size)
+        self._emit(event)
+        self._after_action(c, c.seat)
+
+    def _after_fold(self, c: Command, seat: int, was_turn: bool) -> None:
+        """A fold out of turn (a player left) ends the hand if one player is left."""
+        hand = self._hand()
+        if was_turn:
+            self._after_action(c, seat)
+        elif len(hand.live()) == 1:
+            if hand.phase == "betting":
+                self._close_round()
+            self._finish(c, "fold")
+
+    def _after_action(self, c: Command, seat: int) -> None:
+        """R15: after an action the hand is won by fold, or the round goes on, or ends."""
+        hand = self._hand()
+        if len(hand.live()) == 1:
+            self._close_round()
+            self._finish(c, "fold")
+        elif not round_complete(hand):
+            self._start_turn(c, next_to_act(hand, seat))
+        else:
+            self._close_round()
+            game = self._game()
+            if hand.street >= game.last_street or hand.skip_last_round:
+                self._showdown(c)
+            elif self._require_config().auto_deal:
+                self._deal(c)
+
+    def _close_round(self) -> None:
+        hand = self._hand()
+        back = uncalled(hand)
+        self._emit(RoundEnded(street=hand.street, returned_seat=back[0] if back else None,
+                              returned=back[1] if back else 0))
+
+    def _timeout(self, c: Timeout) -> None:
+        config = self._require_config()
+        hand = self._hand()
+        if c.turn != self.turn or hand.turn_kind is None:
+            raise DomainError("stale_timeout", f"turn {c.turn} is over (R20); the current turn is {self.turn}")
+        if c.seat is not None and c.seat != hand.to_act:
+            raise DomainError("not_your_turn", f"turn {c.turn} belongs to seat {hand.to_act}, not {c.seat}")
+        if hand.turn_kind == "ante":
+            for s in hand.order:
+                if not hand.players[s].posted and not hand.players[s].folded:
+                    self._emit(AnteSkipped(seat=s))
+            self._close_antes(c)
+            return
+        seat = hand.to_act
+        assert seat is not None
+        p = hand.players[seat]
+        if hand.turn_kind == "show":
+            self._emit(TimedOut(turn=c.turn, seat=seat, outcome="show"))
+            self._show_cards(p)
+            self._next_showdown_turn(c)
+            return
+        opts = options(hand, p)
+        if "bring_in" in opts:
+            outcome = "bring_in"      # R7: the bring-in cannot fold; his timeout posts it
+        elif "check" in opts:
+            outcome = "check"         # R19 decision: a free check is taken
+        elif config.timeout_policy == "all_in_protection" and p.contributed > p.ante:
+            outcome = "protected"     # R19: all-in for what he has put in
+        else:
+            outcome = "fold"
+        self._emit(TimedOut(turn=c.turn, seat=seat, outcome=outcome))
+        if outcome != "protected":
+            self._emit(decide_action(hand, self._game(), config.stakes, p, outcome, None))
+        self._after_action(c, seat)
+
+    # --- the showdown -----------------------------------------------------------------
+
+    def _showdown(self, c: Command) -> None:
+        hand = self._hand()
+        lead = hand.showdown_lead
+        if lead is None or not hand.players[lead].live:
+            lead = first_to_act(hand, self._game())[0].seat
+        self._emit(ShowdownStarted(order=showdown_order(hand, lead)))
+        if hand.lead_is_aggressor and lead == hand.showdown_lead:
+            self._show_cards(hand.players[lead])       # R22: the last aggressor must show
+        self._next_showdown_turn(c)
+
+    def _show_cards(self, p: HandPlayer) -> None:
+        hand = self._hand()
+        cards = p.cards + hand.community
+        low = low_value(cards) if self._game().hi_lo else None
+        self._emit(HandShown(seat=p.seat, cards=show_many(p.cards), high=describe_high(high_value(cards)),
+                             low=None if low is None else describe_low(low)))
+
+    def _next_showdown_turn(self, c: Command) -> None:
+        hand = self._hand()
+        for seat in hand.showdown_order:
+            p = hand.players[seat]
+            if not p.showed and not p.mucked:
+                self._emit(TurnStarted(turn=self.turn + 1, seat=seat, kind="show", options=["show", "muck"],
+                                       deadline_ms=self._deadline(c, self._require_config().showdown_seconds)))
+                return
+        self._finish(c, "showdown")
+
+    def _show(self, c: Show) -> None:
+        p = self._showdown_turn(c.seat)
+        self._show_cards(p)
+        self._next_showdown_turn(c)
+
+    def _muck(self, c: Muck) -> None:
+        p = self._showdown_turn(c.seat)
+        check_muck(self._hand(), c.seat)
+        self._emit(HandMucked(seat=c.seat, cards=show_many(p.cards)))
+        self._next_showdown_turn(c)
+
+    def _showdown_turn(self, seat: int) -> HandPlayer:
+        p = self._in_hand(seat)
+        hand = self._hand()
+        if hand.phase != "showdown":
+            raise DomainError("illegal_action", "there is no showdown now")
+        if hand.to_act != seat:
+            raise DomainError("not_your_turn", f"seat {hand.to_act} decides first (R21)")
+        return p
+
+    def _finish(self, c: Command, ended_on: str) -> None:
+        hand = self._hand()
+        awards = settle(hand, self._game(), self._require_config())
+        for award in awards:
+            self._emit(award)
+        won: dict[int, int] = {}
+        for award in awards:
+            for share in (award.high, award.low):
+                for seat, chips in share.items():
+                    won[seat] = won.get(seat, 0) + chips
+        stacks = {p.seat: p.stack + won.get(p.seat, 0) for p in hand.players.values()}
+        self._emit(HandEnded(
+            hand_no=hand.hand_no, ended_on=ended_on, stacks=stacks,
+            net={s: stacks[s] - hand.players[s].start_stack for s in stacks},
+            rake=sum(a.rake for a in awards),
+            seed=None if hand.seed is None else hand.seed.hex(),
+            deck=hand.scripted_deck,
+        ))
+        self._emit_departures()
+
+    def _emit_departures(self) -> None:
+        for seat, state in sorted(self.seats.items()):
+            if state.leaving:
+                self._emit(PlayerLeft(seat=seat, player=state.player, cashed_out=state.stack))
+
+    def _game(self) -> Game:
+        assert self.game is not None
+        return self.game
+
+
+def _shows_pair(p: HandPlayer) -> bool:
+    """R12: a pair among the up cards."""
+    ranks = [c >> 2 for c, up in zip(p.cards, p.up) if up]
+    return len(set(ranks)) < len(ranks)
+
+
+# --- applying events: the only code that changes a table ------------------------------
+
+
+def _opened(t: Table, e: TableOpened) -> None:
+    t.table_id, t.config, t.game = e.table_id, e.config, GAMES[e.config.game]
+
+
+def _sat_down(t: Table, e: PlayerSatDown) -> None:
+    t.seats[e.seat] = SeatState(e.player, e.auto_ante)
+
+
+def _bought(t: Table, e: ChipsBought) -> None:
+    t.seats[e.seat].stack += e.amount
+
+
+def _sit_out_changed(t: Table, e: SitOutChanged) -> None:
+    t.seats[e.seat].sitting_out = e.sitting_out
+
+
+def _left(t: Table, e: PlayerLeft) -> None:
+    del t.seats[e.seat]
+
+
+def _leave_requested(t: Table, e: LeaveRequested) -> None:
+    t.seats[e.seat].leaving = True
+    hand = t.hand
+    p = hand.players.get(e.seat) if hand else None
+    if hand is None or p is None:
+        return
+    if hand.phase == "ante" or (hand.phase in ("deal", "betting") and p.can_act):
+        p.folded = True
+        if hand.to_act == e.seat:
+            hand.to_act = hand.turn_kind = None
+
+
+def _hand_started(t: Table, e: HandStarted) -> None:
+    players = [HandPlayer(s.seat, s.player, s.stack) for s in e.seats]
+    hand = HandState(e.hand_no, e.button, players)
+    hand.deck = parse_many(e.deck)
+    if e.seed is not None:
+        hand.seed = bytes.fromhex(e.seed)
+        hand.shuffle_seed = hand.seed
+    else:
+        hand.scripted_deck = list(e.deck)
+        hand.shuffle_seed = hashlib.sha256(("scripted:" + ",".join(e.deck)).encode()).digest()
+    t.hand, t.button = hand, e.button
+
+
+def _ante_posted(t: Table, e: AntePosted) -> None:
+    p = t.hand.players[e.seat]  # type: ignore[union-attr]
+    p.put_in(e.amount)
+    p.ante, p.posted, p.round_bet = e.amount, True, 0
+
+
+def _ante_skipped(t: Table, e: AnteSkipped) -> None:
+    t.hand.players[e.seat].folded = True  # type: ignore[union-attr]
+
+
+def _hand_cancelled(t: Table, e: HandCancelled) -> None:
+    t.hand = None
+
+
+def _antes_collected(t: Table, e: AntesCollected) -> None:
+    hand = t.hand
+    assert hand is not None
+    for s in e.seats:
+        hand.players[s].dealt_in = True
+    hand.order = [s for s in hand.order if s in set(e.seats)]
+    hand.phase, hand.to_act, hand.turn_kind = "deal", None, None
+
+
+def _cards_dealt(t: Table, e: CardsDealt) -> None:
+    hand = t.hand
+    assert hand is not None
+    if e.reshuffled:                       # R17: burns (and stub) shuffled together
+        hand.consumed -= len(hand.burns)
+        hand.deck, hand.pos, hand.burns = parse_many(e.stub), 0, []
+    taken = len(e.burned) + len(e.cards) + (e.community is not None)
+    hand.burns += parse_many(e.burned)
+    for d in e.cards:
+        p = hand.players[d.seat]
+        p.cards.append(parse(d.card))  # type: ignore[arg-type]
+        p.up.append(d.up)
+        p.streets.append(e.street)
+    if e.community is not None:
+        hand.community.append(parse(e.community))
+        hand.community_streets.append(e.street)
+    hand.pos += taken
+    hand.consumed += taken
+    hand.street = e.street
+    hand.first_round_over = hand.first_round_over or e.street > 0
+    hand.current_bet = hand.raise_count = hand.reopen = 0
+    hand.big_made = hand.open_pair = hand.bring_in_pending = hand.round_acted = False
+    hand.round_first = hand.round_aggressor = hand.to_act = hand.turn_kind = None
+    hand.phase = "deal"
+    for p in hand.players.values():
+        p.round_bet, p.acted_at = 0, None
+
+
+def _last_cards_exposed(t: Table, e: LastCardsExposed) -> None:
+    hand = t.hand
+    assert hand is not None
+    for s in e.turned:
+        hand.players[s].up[-1] = True
+    hand.skip_last_round = e.skip_betting
+
+
+def _round_started(t: Table, e: RoundStarted) -> None:
+    hand = t.hand
+    assert hand is not None
+    hand.phase, hand.round_first, hand.open_pair = "betting", e.first, e.open_pair
+    hand.bring_in_pending = e.bring_in
+
+
+def _turn_started(t: Table, e: TurnStarted) -> None:
+    t.turn = e.turn
+    hand = t.hand
+    assert hand is not None
+    hand.to_act, hand.turn_kind = e.seat, e.kind
+
+
+def _acted(t: Table, e: Acted) -> None:
+    hand = t.hand
+    assert hand is not None and t.config is not None
+    p = hand.players[e.seat]
+    if e.action == "fold":
+        p.folded = True
+    elif e.amount:
+        p.put_in(e.amount)
+    hand.bring_in_pending = False
+    if e.action == "bring_in":
+        hand.current_bet = max(hand.current_bet, t.config.stakes.bring_in_amount)  # R16
+        hand.round_aggressor = e.seat
+    elif e.action in ("complete", "bet", "raise"):
+        if e.full:
+            hand.raise_count += 1
+            hand.reopen += 1
+            if e.to - hand.current_bet >= t.config.stakes.big_bet:
+                hand.big_made = True                                              # R12
+        hand.current_bet = max(hand.current_bet, e.to)
+        hand.round_aggressor = e.seat
+    p.acted_at = hand.reopen
+    hand.round_acted = True
+    hand.to_act = hand.turn_kind = None
+
+
+def _timed_out(t: Table, e: TimedOut) -> None:
+    hand = t.hand
+    assert hand is not None
+    if e.outcome == "protected":           # R19: all-in for what he has put in
+        p = hand.players[e.seat]
+        p.all_in = p.protected = True
+        p.acted_at = hand.reopen
+        hand.to_act = hand.turn_kind = None
+
+
+def _round_ended(t: Table, e: RoundEnded) -> None:
+    hand = t.hand
+    assert hand is not None
+    if e.returned_seat is not None:
+        p = hand.players[e.returned_seat]
+        p.stack += e.returned
+        p.contributed -= e.returned
+        p.round_bet -= e.returned
+        p.all_in = p.protected or p.stack == 0
+    if hand.round_acted:                   # R21: remember who would show first
+        hand.showdown_lead = hand.round_aggressor if hand.round_aggressor is not None else hand.round_first
+        hand.lead_is_aggressor = hand.round_aggressor is not None
+    hand.phase, hand.to_act, hand.turn_kind = "deal", None, None
+
+
+def _showdown_started(t: Table, e: ShowdownStarted) -> None:
+    hand = t.hand
+    assert hand is not None
+    hand.phase, hand.showdown_order, hand.to_act, hand.turn_kind = "showdown", list(e.order), None, None
+
+
+def _shown(t: Table, e: HandShown) -> None:
+    hand = t.hand
+    assert hand is not None
+    hand.players[e.seat].showed = True
+    hand.to_act = hand.turn_kind = None
+
+
+def _mucked(t: Table, e: HandMucked) -> None:
+    hand = t.hand
+    assert hand is not None
+    hand.players[e.seat].mucked = True
+    hand.to_act = hand.turn_kind = None
+
+
+def _nothing(t: Table, e: Event) -> None:
+    """Events that record a fact without changing what the rules look at."""
+
+
+def _hand_ended(t: Table, e: HandEnded) -> None:
+    for seat, stack in e.stacks.items():
+        if seat in t.seats:
+            t.seats[seat].stack = stack
+    t.hand_no, t.hand = e.hand_no, None
+
+
+_APPLY = {
+    TableOpened: _opened, PlayerSatDown: _sat_down, ChipsBought: _bought,
+    SitOutChanged: _sit_out_changed, PlayerLeft: _left, LeaveRequested: _leave_requested,
+    HandStarted: _hand_started, AntePosted: _ante_posted, AnteSkipped: _ante_skipped,
+    HandCancelled: _hand_cancelled, AntesCollected: _antes_collected, CardsDealt: _cards_dealt,
+    LastCardsExposed: _last_cards_exposed, RoundStarted: _round_started, TurnStarted: _turn_started,
+    Acted: _acted, TimedOut: _timed_out, Announced: _nothing, RoundEnded: _round_ended,
+    ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked,
+    PotAwarded: _nothing, HandEnded: _hand_ended,
+}
+
+_HANDLERS = {
+    OpenTable: Table._open, SitDown: Table._sit_down, BuyIn: Table._buy_in, SitOut: Table._sit_out,
+    Leave: Table._leave, StartHand: Table._start_hand, PostAnte: Table._post_ante,
+    SkipAnte: Table._skip_ante, DealStreet: Table._deal_street_command, Act: Table._act,
+    Timeout: Table._timeout, Show: Table._show, Muck: Table._muck,
+}
