@@ -1,0 +1,145 @@
+"""How fast can one event store commit? Prints a few figures.
+
+    python -m studroom.services.bench_event_store [--seconds 3]
+
+Against ``STUDROOM_DATABASE_URL`` if set, else an embedded PostgreSQL in a
+temporary folder (default server settings: fsync and synchronous_commit on).
+
+1. bare single-row INSERT commits per second, psycopg, one connection, autocommit;
+2. ``PostgresEventStore.append`` with one event per call (one commit per event);
+3. ``append`` with 32 streams (one event each) per call (one commit per 32 events);
+4. the same as 2 from 4 threads (the events table lock serialises them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
+
+import msgspec
+import psycopg
+from psycopg import sql
+from studroom.services.config import Settings
+from studroom.services.embedded import EmbeddedPostgres
+from studroom.services.event_store import PostgresEventStore
+
+
+class BenchEvent(msgspec.Struct, frozen=True, tag="bench"):
+    seat: int
+    amount: int
+    note: str = "ante"
+
+
+def _rate(run: Callable[[], int], seconds: float) -> float:
+    """Items per second of ``run`` (which returns items done per call)."""
+    run()  # warm up (prepared statements, pool)
+    done, started = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - started) < seconds:
+        done += run()
+    return done / elapsed
+
+
+def bench(database_url: str, seconds: float) -> dict[str, float]:
+    results: dict[str, float] = {}
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        table = sql.Identifier(schema + "_bare")
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, data bytea)").format(table)
+        )
+        insert = sql.SQL("INSERT INTO {} (data) VALUES (%s)").format(table)
+        payload = msgspec.json.encode(BenchEvent(1, 5))
+
+        def bare() -> int:
+            conn.execute(insert, (payload,), prepare=True)
+            return 1
+
+        results["bare INSERT commits/s (1 connection)"] = _rate(bare, seconds)
+        conn.execute(sql.SQL("DROP TABLE {}").format(table))
+
+    with PostgresEventStore(database_url, schema=schema, pool_size=8) as store:
+        versions: dict[str, int] = {}
+        lock = threading.Lock()
+
+        def take(stream: str, n: int = 1) -> int:
+            with lock:
+                before = versions.get(stream, 0)
+                versions[stream] = before + n
+                return before
+
+        counter = iter(range(10**12))
+
+        def single() -> int:
+            stream = f"table-{next(counter) % 32}"
+            store.append([(stream, take(stream), [BenchEvent(1, 5)])])
+            return 1
+
+        results["append, 1 event per call: events/s"] = _rate(single, seconds)
+
+        def batched() -> int:
+            batch = []
+            for i in range(32):
+                stream = f"batch-table-{i}"
+                batch.append((stream, take(stream), [BenchEvent(i, 5)]))
+            store.append(batch)
+            return 32
+
+        results["append, 32 streams per call: events/s"] = _rate(batched, seconds)
+
+        def threaded() -> int:
+            per_thread = 50
+            threads = [
+                threading.Thread(
+                    target=lambda t=t: [
+                        store.append([(f"thr-{t}", take(f"thr-{t}"), [BenchEvent(t, 5)])])
+                        for _ in range(per_thread)
+                    ]
+                )
+                for t in range(4)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            return 4 * per_thread
+
+        results["append, 1 event per call, 4 threads: events/s"] = _rate(threaded, seconds)
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
+    args = parser.parse_args()
+    settings = Settings.from_env()
+    with ExitStack() as stack:
+        database_url = settings.database_url
+        if database_url is None:
+            data_dir = Path(tempfile.mkdtemp(prefix="studroom-bench-"))
+            stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
+            database_url = stack.enter_context(EmbeddedPostgres(data_dir)).url
+            where = f"embedded PostgreSQL in {data_dir}"
+        else:
+            where = "STUDROOM_DATABASE_URL"
+        with psycopg.connect(database_url) as conn:
+            version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+            fsync = conn.execute("SHOW fsync").fetchone()[0]  # type: ignore[index]
+            sync_commit = conn.execute("SHOW synchronous_commit").fetchone()[0]  # type: ignore[index]
+        print(f"PostgreSQL {version} ({where}); fsync={fsync}, synchronous_commit={sync_commit}")
+        for name, value in bench(database_url, args.seconds).items():
+            print(f"{name:50s} {value:10,.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Settings read from the environment.
+
+``STUDROOM_NATS_URL``
+    URL(s) of an external NATS server with JetStream, e.g. ``nats://10.0.0.5:4222``
+    (several may be given, comma separated). Unset or empty: an embedded
+    ``nats-server`` is started in the data folder (see ``services.embedded``).
+``STUDROOM_DATABASE_URL``
+    DSN of an external PostgreSQL database, e.g.
+    ``postgresql://studroom:secret@db.internal:5432/studroom``. Unset or empty: an
+    embedded PostgreSQL is started in the data folder.
+``STUDROOM_DATA_DIR``
+    Folder of the embedded servers' data and logs. Default: ``.studroom`` in the
+    current directory. Starting again on the same folder keeps the data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+NATS_URL_VAR = "STUDROOM_NATS_URL"
+DATABASE_URL_VAR = "STUDROOM_DATABASE_URL"
+DATA_DIR_VAR = "STUDROOM_DATA_DIR"
+DEFAULT_DATA_DIR = ".studroom"
+
+_NATS_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Where the servers are. ``None`` means: start an embedded one in ``data_dir``."""
+
+    nats_url: str | None = None
+    database_url: str | None = None
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+
+    def __post_init__(self) -> None:
+        if self.nats_url is not None:
+            for url in self.nats_url.split(","):
+                if not url.strip().startswith(_NATS_SCHEMES):
+                    msg = f"{NATS_URL_VAR}: expected nats://host:port, got {url!r}"
+                    raise ValueError(msg)
+        if self.database_url is not None and not self.database_url.startswith(_POSTGRES_SCHEMES):
+            msg = (
+                f"{DATABASE_URL_VAR}: expected postgresql://user@host:port/db, "
+                f"got {self.database_url!r}"
+            )
+            raise ValueError(msg)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read the settings from ``env`` (default: ``os.environ``)."""
+        env = os.environ if env is None else env
+        data_dir = env.get(DATA_DIR_VAR, "").strip() or DEFAULT_DATA_DIR
+        return cls(
+            nats_url=env.get(NATS_URL_VAR, "").strip() or None,
+            database_url=env.get(DATABASE_URL_VAR, "").strip() or None,
+            data_dir=Path(data_dir).expanduser().absolute(),
+        )
+
+    @property
+    def embedded_nats(self) -> bool:
+        return self.nats_url is None
+
+    @property
+    def embedded_postgres(self) -> bool:
+        return self.database_url is None

@@ -1,0 +1,275 @@
+"""The embedded (or configured) NATS and PostgreSQL servers really work."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+import uuid
+from pathlib import Path
+
+import nats
+import psycopg
+import pytest
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from studroom.services.config import Settings
+from studroom.services.embedded import (
+    RESERVED_PORTS,
+    EmbeddedNats,
+    EmbeddedPostgres,
+    EmbeddedServerError,
+    nats_server_version,
+    servers,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+# ADR-51 (JetStream message scheduler, nats-server 2.12+).
+SCHEDULE = "Nats-Schedule"  # "@at <RFC 3339 time>"
+SCHEDULE_TARGET = "Nats-Schedule-Target"  # subject the message is published to
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}".upper()
+
+
+def _rfc3339(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def test_settings_from_env(tmp_path: Path) -> None:
+    assert Settings.from_env({}) == Settings(
+        nats_url=None, database_url=None, data_dir=Path.cwd() / ".studroom"
+    )
+    settings = Settings.from_env(
+        {
+            "STUDROOM_NATS_URL": "nats://10.0.0.5:4222",
+            "STUDROOM_DATABASE_URL": "postgresql://u@db:5433/room",
+            "STUDROOM_DATA_DIR": str(tmp_path),
+        }
+    )
+    assert settings.nats_url == "nats://10.0.0.5:4222"
+    assert settings.database_url == "postgresql://u@db:5433/room"
+    assert settings.data_dir == tmp_path
+    assert not settings.embedded_nats and not settings.embedded_postgres
+    with pytest.raises(ValueError, match="STUDROOM_DATABASE_URL"):
+        Settings.from_env({"STUDROOM_DATABASE_URL": "mysql://x"})
+
+
+def test_embedded_servers_use_free_ports(
+    embedded_nats: EmbeddedNats | None, embedded_postgres: EmbeddedPostgres | None
+) -> None:
+    for server in (embedded_nats, embedded_postgres):
+        if server is not None:
+            assert server.port not in RESERVED_PORTS
+            assert f":{server.port}" in server.url
+            assert server.log_path.is_file()  # output goes to the data folder
+    assert nats_server_version() >= (2, 12, 0)
+
+
+def test_jetstream_durable_consumer_round_trip(nats_url: str) -> None:
+    stream, durable = _name("rt"), "worker"
+    subject = f"{stream.lower()}.events"
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_url)
+        js = nc.jetstream()
+        await js.add_stream(StreamConfig(name=stream, subjects=[f"{stream.lower()}.>"]))
+        try:
+            for i in range(3):
+                ack = await js.publish(
+                    subject, f"m{i}".encode(), headers={"Nats-Msg-Id": f"s:{i}"}
+                )
+                assert ack.seq == i + 1
+            again = await js.publish(subject, b"m0", headers={"Nats-Msg-Id": "s:0"})
+            assert again.duplicate  # a relay restart never duplicates
+
+            consumer = ConsumerConfig(durable_name=durable, ack_policy=AckPolicy.EXPLICIT)
+            sub = await js.pull_subscribe(subject, durable=durable, config=consumer)
+            msgs = await sub.fetch(3, timeout=5)
+            assert [m.data for m in msgs] == [b"m0", b"m1", b"m2"]
+            await msgs[0].ack_sync()
+            await msgs[1].ack_sync()  # m2 is never acknowledged
+            await nc.close()
+
+            # A new connection binds the durable consumer: only m2 comes again.
+            nc = await nats.connect(nats_url)
+            js = nc.jetstream()
+            await js.consumer_info(stream, durable)
+            sub = await js.pull_subscribe_bind(durable, stream=stream)
+            await js.publish(subject, b"m3", headers={"Nats-Msg-Id": "s:3"})
+            info = await js.consumer_info(stream, durable)
+            assert info.ack_floor.stream_seq == 2
+            # m2 comes back after the ack wait (30s); take the new one first.
+            msgs = await sub.fetch(1, timeout=5)
+            assert msgs[0].data == b"m3"
+            await msgs[0].ack_sync()
+        finally:
+            await js.delete_stream(stream)
+            await nc.close()
+
+    asyncio.run(scenario())
+
+
+def test_message_schedule_fires_at_its_time(nats_url: str) -> None:
+    """A durable timer: ``Nats-Schedule: @at <time>`` + ``Nats-Schedule-Target``
+    on a stream with ``allow_msg_schedules``; publishing again on the schedule's
+    subject replaces the pending schedule."""
+    stream = _name("timers")
+    prefix = stream.lower()
+    schedule_subject = f"{prefix}.schedule.table-1"
+    target = f"{prefix}.fired.table-1"
+
+    async def scenario() -> None:
+        nc = await nats.connect(nats_url)
+        js = nc.jetstream()
+        info = await js.add_stream(
+            StreamConfig(
+                name=stream,
+                subjects=[f"{prefix}.schedule.>", f"{prefix}.fired.>"],
+                allow_msg_schedules=True,
+            )
+        )
+        try:
+            assert info.config.allow_msg_schedules is True
+            sub = await js.pull_subscribe(f"{prefix}.fired.>", durable="timer")
+            now = dt.datetime.now(dt.UTC)
+            first, second = now + dt.timedelta(seconds=1), now + dt.timedelta(seconds=2)
+            for body, at in ((b"turn 7", first), (b"turn 8", second)):
+                await js.publish(
+                    schedule_subject,
+                    body,
+                    headers={SCHEDULE: f"@at {_rfc3339(at)}", SCHEDULE_TARGET: target},
+                )
+            early = (second - dt.datetime.now(dt.UTC)).total_seconds() - 0.2
+            with pytest.raises(nats.errors.TimeoutError):  # nothing before its time
+                await sub.fetch(1, timeout=max(0.1, early))
+            msgs = await sub.fetch(1, timeout=5)
+            fired_at = dt.datetime.now(dt.UTC)
+            assert msgs[0].subject == target
+            assert msgs[0].data == b"turn 8"  # the replacement, not the first one
+            assert msgs[0].headers is not None
+            assert msgs[0].headers.get("Nats-Scheduler") == schedule_subject
+            assert second - dt.timedelta(milliseconds=50) <= fired_at
+            assert fired_at <= second + dt.timedelta(seconds=2)
+            await msgs[0].ack_sync()
+            with pytest.raises(nats.errors.TimeoutError):  # fired once
+                await sub.fetch(1, timeout=1)
+        finally:
+            await js.delete_stream(stream)
+            await nc.close()
+
+    asyncio.run(scenario())
+
+
+def test_postgres_query(database_url: str) -> None:
+    with psycopg.connect(database_url) as conn:
+        assert conn.info.server_version >= 160000
+        conn.execute("CREATE TEMP TABLE probe (id int PRIMARY KEY, label text)")
+        conn.execute("INSERT INTO probe VALUES (1, 'seven card stud')")
+        row = conn.execute("SELECT label FROM probe WHERE id = 1").fetchone()
+        assert row == ("seven card stud",)
+
+
+def test_nats_kill_and_restart_keeps_stream(private_dir: Path) -> None:
+    stream, subject = "KEEP", "keep.events"
+    server = EmbeddedNats(private_dir).start()
+
+    async def publish(url: str) -> None:
+        nc = await nats.connect(url)
+        js = nc.jetstream()
+        await js.add_stream(StreamConfig(name=stream, subjects=["keep.>"]))
+        for i in range(5):
+            await js.publish(subject, f"event {i}".encode())
+        await nc.close()
+
+    async def messages(url: str) -> list[bytes]:
+        nc = await nats.connect(url)
+        js = nc.jetstream()
+        info = await js.stream_info(stream)
+        found = [
+            (await js.get_msg(stream, seq)).data or b""
+            for seq in range(info.state.first_seq, info.state.last_seq + 1)
+        ]
+        await nc.close()
+        return found
+
+    expected = [f"event {i}".encode() for i in range(5)]
+    try:
+        asyncio.run(publish(server.url))
+        url, pid = server.url, server.pid
+        server.kill()  # SIGKILL: no clean shutdown
+        assert not server.is_running()
+        server.start()
+        assert server.url == url and server.pid != pid
+        assert asyncio.run(messages(server.url)) == expected
+        server.stop()
+        # A new run on the same data folder: same data (and the same port if free).
+        with EmbeddedNats(private_dir) as again:
+            assert again.url == url
+            assert asyncio.run(messages(again.url)) == expected
+    finally:
+        server.stop()
+
+
+def test_one_server_per_data_folder(embedded_nats: EmbeddedNats | None) -> None:
+    if embedded_nats is None:
+        pytest.skip("external NATS")
+    with pytest.raises(EmbeddedServerError, match="another process"):
+        EmbeddedNats(embedded_nats.data_dir).start()
+
+
+def test_servers_starts_only_what_is_not_configured(
+    nats_url: str, database_url: str, private_dir: Path
+) -> None:
+    external = Settings(nats_url=nats_url, database_url=database_url, data_dir=private_dir)
+    with servers(external) as urls:
+        assert urls == (nats_url, database_url)
+    assert not (private_dir / "nats").exists()
+
+    half = Settings(nats_url=None, database_url=database_url, data_dir=private_dir)
+    with servers(half) as (own_nats, db):
+        assert db == database_url
+        assert own_nats != nats_url
+        assert (private_dir / "nats" / "nats.log").is_file()
+        assert not (private_dir / "postgres").exists()
+
+        async def ping() -> None:
+            nc = await nats.connect(own_nats)
+            await nc.jetstream().account_info()
+            await nc.close()
+
+        asyncio.run(ping())
+
+
+def test_postgres_restart_and_crash_keep_data(
+    embedded_postgres: EmbeddedPostgres | None,
+) -> None:
+    """Uses the session's server: it must come back at the same URL."""
+    if embedded_postgres is None:
+        pytest.skip("external PostgreSQL")
+    url = embedded_postgres.url
+    with psycopg.connect(url) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS kept (note text)")
+        conn.execute("INSERT INTO kept VALUES ('committed before the crash')")
+
+    def notes() -> list[str]:
+        with psycopg.connect(url) as conn:
+            return [r[0] for r in conn.execute("SELECT note FROM kept").fetchall()]
+
+    try:
+        embedded_postgres.kill()
+        embedded_postgres.start()
+        assert embedded_postgres.url == url
+        assert notes() == ["committed before the crash"]
+        embedded_postgres.stop()
+        # A new run on the same data folder (same port, since it is free).
+        started = time.monotonic()
+        with EmbeddedPostgres(embedded_postgres.data_dir) as again:
+            assert time.monotonic() - started < 10  # no second initdb
+            assert again.url == url
+            assert notes() == ["committed before the crash"]
+    finally:
+        embedded_postgres.start()
+        with psycopg.connect(url) as conn:
+            conn.execute("DROP TABLE IF EXISTS kept")

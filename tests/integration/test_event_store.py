@@ -1,0 +1,283 @@
+"""The event store port: the PostgreSQL adapter and the in-memory one behave alike."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any, ClassVar
+from uuid import UUID
+
+import msgspec
+import psycopg
+import pytest
+from eventsourcing.persistence import InfrastructureFactory
+from eventsourcing.utils import Environment
+from psycopg import sql
+from studroom.services.event_store import (
+    EventStore,
+    InMemoryEventStore,
+    MsgspecMapper,
+    Notification,
+    PostgresEventStore,
+    VersionConflict,
+    ensure_schema,
+    eventsourcing_env,
+    register_event_types,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+# A tagged union of test events (the domain's real events live in studroom.domain).
+class Anted(msgspec.Struct, frozen=True, tag="anted"):
+    seat: int
+    amount: int
+
+
+class CardDealt(msgspec.Struct, frozen=True, tag="card_dealt"):
+    seat: int
+    card: str
+    face_up: bool = False
+
+
+class HandEnded(msgspec.Struct, frozen=True, tag="hand_ended"):
+    TOPIC: ClassVar[str] = "tests:HandEnded"  # a topic that survives a move
+    winners: list[int]
+
+
+SampleEvent = Anted | CardDealt | HandEnded
+register_event_types(SampleEvent)  # "tests:HandEnded" resolves from now on
+
+
+def _drop_schema(database_url: str, schema: str) -> None:
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def schemas(database_url: str) -> Iterator[list[str]]:
+    """Fresh schema names for a test; dropped afterwards."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        _drop_schema(database_url, name)
+
+
+@pytest.fixture
+def new_store(request: pytest.FixtureRequest, schemas: list[str]) -> Iterator[Any]:
+    """A factory of fresh, independent stores of the parametrised kind."""
+    kind = request.param
+    opened: list[Any] = []
+
+    def make() -> EventStore:
+        if kind == "memory":
+            store: Any = InMemoryEventStore()
+        else:
+            schema = f"es_{uuid.uuid4().hex[:10]}"
+            schemas.append(schema)
+            store = PostgresEventStore(request.getfixturevalue("database_url"), schema=schema)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+both = pytest.mark.parametrize("new_store", ["postgres", "memory"], indirect=True)
+
+
+@both
+def test_append_and_load_round_trip(new_store: Any) -> None:
+    store = new_store()
+    assert isinstance(store, EventStore)
+    hand = [Anted(seat=1, amount=5), CardDealt(seat=1, card="As"), HandEnded(winners=[1])]
+    store.append([("table-1", 0, hand[:2])])
+    store.append([("table-1", 2, hand[2:])])
+    loaded = store.load("table-1")
+    assert loaded == hand
+    assert [type(e) for e in loaded] == [Anted, CardDealt, HandEnded]
+    assert store.load("table-1", after_version=2) == hand[2:]
+    assert store.load("table-1", after_version=3) == []
+    assert store.load("no-such-table") == []
+    store.append([])  # nothing to do
+    store.append([("table-2", 0, [])])
+    assert store.max_notification_id() == 3
+
+
+@both
+def test_a_batch_of_several_streams_is_one_commit(new_store: Any) -> None:
+    store = new_store()
+    store.append([("table-a", 0, [Anted(1, 5)])])
+    store.append(
+        [
+            ("table-a", 1, [CardDealt(1, "Kd", face_up=True)]),
+            ("table-b", 0, [Anted(2, 5), Anted(3, 5)]),
+            ("table-c", 0, [HandEnded([4])]),
+            ("table-a", 2, [CardDealt(1, "Qs")]),  # the same stream again, chained
+        ]
+    )
+    assert store.load("table-a") == [Anted(1, 5), CardDealt(1, "Kd", True), CardDealt(1, "Qs")]
+    assert store.load("table-b") == [Anted(2, 5), Anted(3, 5)]
+    assert store.load("table-c") == [HandEnded([4])]
+    notes = store.read_notifications(1, 100)
+    assert [n.id for n in notes] == [1, 2, 3, 4, 5, 6]
+    assert [(n.stream_id, n.version) for n in notes[1:]] == [
+        ("table-a", 2), ("table-b", 1), ("table-b", 2), ("table-c", 1), ("table-a", 3)
+    ]  # fmt: skip
+
+
+def test_a_batch_is_one_postgres_transaction(database_url: str, schemas: list[str]) -> None:
+    schemas.append(schema := f"es_{uuid.uuid4().hex[:10]}")
+    with PostgresEventStore(database_url, schema=schema) as store:
+        store.append([(f"table-{i}", 0, [Anted(i, 5), Anted(i + 1, 5)]) for i in range(32)])
+        store.append([("table-0", 2, [HandEnded([0])])])
+    with psycopg.connect(database_url) as conn:
+        query = sql.SQL("SELECT xmin::text::bigint, count(*) FROM {}.events GROUP BY 1 ORDER BY 1")
+        rows = conn.execute(query.format(sql.Identifier(schema))).fetchall()
+    assert [count for _, count in rows] == [64, 1]  # one transaction id per batch
+
+
+@both
+def test_version_conflict_writes_nothing_of_the_batch(new_store: Any) -> None:
+    store = new_store()
+    store.append([("table-a", 0, [Anted(1, 5)])])
+    before = store.max_notification_id()
+    with pytest.raises(VersionConflict) as conflict:
+        store.append(
+            [
+                ("table-b", 0, [Anted(2, 5)]),  # fine on its own
+                ("table-a", 0, [Anted(9, 5)]),  # stale: table-a has 1 event
+            ]
+        )
+    assert conflict.value.stream_id == "table-a"
+    assert conflict.value.stream_ids == ("table-a",)
+    assert store.load("table-b") == []
+    assert store.load("table-a") == [Anted(1, 5)]
+    assert store.max_notification_id() == before
+    # Two tuples of one batch that claim the same version conflict too.
+    with pytest.raises(VersionConflict) as conflict:
+        store.append([("table-c", 0, [Anted(1, 5)]), ("table-c", 0, [Anted(2, 5)])])
+    assert conflict.value.stream_id == "table-c"
+    assert store.load("table-c") == []
+    # The retry on fresh state succeeds.
+    store.append([("table-b", 0, [Anted(2, 5)]), ("table-a", 1, [Anted(9, 5)])])
+    assert store.load("table-a") == [Anted(1, 5), Anted(9, 5)]
+
+
+@both
+def test_concurrent_writers_one_wins(new_store: Any) -> None:
+    store = new_store()
+    store.append([("table-1", 0, [Anted(1, 5)])])
+    results: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def writer(seat: int) -> None:
+        barrier.wait()
+        try:
+            store.append([("table-1", 1, [Anted(seat, 10)])])
+            results.append("ok")
+        except VersionConflict as error:
+            assert error.stream_id == "table-1"
+            results.append("conflict")
+
+    threads = [threading.Thread(target=writer, args=(seat,)) for seat in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == ["conflict"] * 7 + ["ok"]
+    assert len(store.load("table-1")) == 2
+
+
+@both
+def test_notifications_in_commit_order_across_streams(new_store: Any) -> None:
+    store = new_store()
+    assert store.max_notification_id() == 0
+    assert store.read_notifications(1, 10) == []
+    expected: list[Notification] = []
+    versions: dict[str, int] = {}
+    for i in range(12):
+        stream = f"table-{i % 3}"
+        event = Anted(seat=i, amount=i * 10)
+        store.append([(stream, versions.get(stream, 0), [event])])
+        versions[stream] = versions.get(stream, 0) + 1
+        expected.append(Notification(i + 1, stream, versions[stream], event))
+    assert store.read_notifications(1, 100) == expected
+    assert store.read_notifications(0, 3) == expected[:3]
+    assert store.read_notifications(5, 2) == expected[4:6]  # start is inclusive
+    assert store.read_notifications(13, 10) == []
+    assert store.max_notification_id() == 12
+    # A relay pages through the log.
+    relayed, position = [], 1
+    while page := store.read_notifications(position, 5):
+        relayed += page
+        position = page[-1].id + 1
+    assert relayed == expected
+
+
+@both
+def test_a_second_store_is_independent(new_store: Any) -> None:
+    first, second = new_store(), new_store()
+    first.append([("table-1", 0, [Anted(1, 5), Anted(2, 5)])])
+    second.append([("table-1", 0, [HandEnded([3])])])  # same stream id, other store
+    assert first.load("table-1") == [Anted(1, 5), Anted(2, 5)]
+    assert second.load("table-1") == [HandEnded([3])]
+    assert [n.id for n in second.read_notifications(1, 10)] == [1]
+    assert first.max_notification_id() == 2 and second.max_notification_id() == 1
+
+
+def test_stores_in_the_same_schema_with_other_table_names(
+    database_url: str, schemas: list[str]
+) -> None:
+    schemas.append(schema := f"es_{uuid.uuid4().hex[:10]}")
+    with (
+        PostgresEventStore(database_url, schema=schema, table="events_p0") as p0,
+        PostgresEventStore(database_url, schema=schema, table="events_p1") as p1,
+    ):
+        p0.append([("table-1", 0, [Anted(1, 5)])])
+        p1.append([("table-1", 0, [Anted(2, 5)])])
+        assert p0.load("table-1") == [Anted(1, 5)]
+        assert p1.load("table-1") == [Anted(2, 5)]
+
+
+def test_a_new_store_object_sees_the_stored_events(database_url: str, schemas: list[str]) -> None:
+    schemas.append(schema := f"es_{uuid.uuid4().hex[:10]}")
+    with PostgresEventStore(database_url, schema=schema) as store:
+        store.append([("table-1", 0, [CardDealt(2, "7h", face_up=True)])])
+    with PostgresEventStore(database_url, schema=schema) as again:
+        assert again.load("table-1") == [CardDealt(2, "7h", face_up=True)]
+        assert again.read_notifications(1, 1)[0].event == CardDealt(2, "7h", face_up=True)
+    with psycopg.connect(database_url) as conn:  # readable in SQL, for disputes
+        query = sql.SQL(
+            "SELECT originator_id, topic, convert_from(state, 'UTF8')::jsonb FROM {}.events"
+        ).format(sql.Identifier(schema))
+        assert conn.execute(query).fetchone() == (
+            "table-1",
+            f"{__name__}:CardDealt",
+            {"type": "card_dealt", "seat": 2, "card": "7h", "face_up": True},
+        )
+
+
+class Renamed(msgspec.Struct, frozen=True):
+    """An eventsourcing-style event: it carries its originator id and version."""
+
+    originator_id: UUID
+    originator_version: int
+    note: str
+
+
+def test_eventsourcing_env_for_applications(database_url: str, schemas: list[str]) -> None:
+    """MAPPER_TOPIC/TRANSCODER_TOPIC plug the msgspec mapper into eventsourcing."""
+    schemas.append(schema := f"es_{uuid.uuid4().hex[:10]}")
+    ensure_schema(database_url, schema)
+    env = eventsourcing_env(database_url, schema=schema, originator_id_type="uuid")
+    with InfrastructureFactory.construct(Environment(env=env)) as factory:
+        mapper = factory.mapper(factory.transcoder())
+        assert isinstance(mapper, MsgspecMapper)
+        recorder = factory.application_recorder()
+        event = Renamed(originator_id=uuid.uuid4(), originator_version=1, note="hi")
+        recorder.insert_events([mapper.to_stored_event(event)])
+        (stored,) = recorder.select_events(event.originator_id)
+        assert mapper.to_domain_event(stored) == event
