@@ -25,6 +25,7 @@ from .config import TableConfig
 
 class Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
     v: int = 1
+    command_id: str | None = None   # on the first event of a command that had an id
     __secret__: ClassVar[tuple[str, ...]] = ()
 
 
@@ -129,12 +130,12 @@ class CardsDealt(Event, tag=True):
 
 
 class LastCardsExposed(Event, tag=True):
-    """R28: a live dealer dealt a 7th card face up; the seats in ``turned`` have their
-    last cards turned up too, or, when the last cards can no longer be told apart, the
-    last betting round is skipped.  (The turned cards become public in the public view.)"""
+    """R28: a live dealer dealt a 7th card face up; the others' last cards are turned
+    up too (``turned``, now public), or, when the last cards can no longer be told
+    apart, the last betting round is skipped."""
 
     exposed_seat: int | None
-    turned: list[int] = []
+    turned: list[DealtCard] = []
     skip_betting: bool = False
 
 

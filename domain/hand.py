@@ -58,7 +58,7 @@ class HandState:
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
         "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
         "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
-        "to_act", "turn_kind",
+        "to_act", "turn_kind", "_live", "_actors",
     )
 
     def __init__(self, hand_no: int, button: int, players: list[HandPlayer]) -> None:
@@ -93,17 +93,27 @@ class HandState:
         self.skip_last_round = False   # R28: last cards mixed up
         self.to_act: int | None = None
         self.turn_kind: str | None = None
+        self._live: list[HandPlayer] | None = None
+        self._actors: list[HandPlayer] | None = None
 
     # --- queries ----------------------------------------------------------------------
 
     def dealt(self) -> list[HandPlayer]:
         return [self.players[s] for s in self.order if self.players[s].dealt_in]
 
+    def changed(self) -> None:
+        """Forget the cached player lists (the aggregate calls it after every event)."""
+        self._live = self._actors = None
+
     def live(self) -> list[HandPlayer]:
-        return [self.players[s] for s in self.order if self.players[s].live]
+        if self._live is None:
+            self._live = [self.players[s] for s in self.order if self.players[s].live]
+        return self._live
 
     def actors(self) -> list[HandPlayer]:
-        return [self.players[s] for s in self.order if self.players[s].can_act]
+        if self._actors is None:
+            self._actors = [p for p in self.live() if not p.all_in]
+        return self._actors
 
     def clockwise_from(self, seat: int) -> list[HandPlayer]:
         """Every player in dealing order, starting just after ``seat``."""
@@ -113,4 +123,4 @@ class HandState:
 
     def heads_up(self) -> bool:
         """R14: only two players left in the hand, no cap."""
-        return sum(1 for p in self.players.values() if p.live) == 2
+        return len(self.live()) == 2

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+
+import msgspec
 from collections.abc import Iterable
 
 from . import announcements
@@ -37,6 +39,9 @@ from .hand_ranking import describe_high, describe_low, high_value, low_value
 from .showdown import check_muck, settle, showdown_order
 
 
+RECENT_COMMANDS = 1024   # how many command ids a table remembers to refuse replays
+
+
 class SeatState:
     __slots__ = ("player", "stack", "sitting_out", "auto_ante", "leaving")
 
@@ -59,6 +64,7 @@ class Table:
         self.turn = 0
         self.hand: HandState | None = None
         self.version = 0              # events applied so far
+        self.recent_commands: dict[str, None] = {}
         self._events: list[Event] = []
 
     # --- event sourcing ---------------------------------------------------------------
@@ -72,6 +78,10 @@ class Table:
 
     def apply(self, event: Event) -> None:
         _APPLY[type(event)](self, event)
+        if event.command_id is not None:
+            self._remember(event.command_id)
+        if self.hand is not None and type(event) in _CHANGES_WHO_IS_IN:
+            self.hand.changed()
         self.version += 1
 
     def execute(self, command: Command) -> list[Event]:
@@ -79,6 +89,8 @@ class Table:
         handler = _HANDLERS.get(type(command))
         if handler is None:
             raise DomainError("unknown_command", f"no such command: {type(command).__name__}")
+        if command.command_id is not None and command.command_id in self.recent_commands:
+            raise DomainError("duplicate_command", f"command {command.command_id} was already carried out")
         self._events = []
         snapshot = self._snapshot() if self._may_fail_midway(command) else None
         try:
@@ -89,7 +101,16 @@ class Table:
             self._events = []
             raise
         events, self._events = self._events, []
+        if command.command_id is not None and events:
+            events[0] = msgspec.structs.replace(events[0], command_id=command.command_id)
+            self._remember(command.command_id)
         return events
+
+    def _remember(self, command_id: str) -> None:
+        """Keep the last few command ids, so a replayed command is refused (not redone)."""
+        self.recent_commands[command_id] = None
+        if len(self.recent_commands) > RECENT_COMMANDS:
+            del self.recent_commands[next(iter(self.recent_commands))]
 
     def _emit(self, event: Event) -> None:
         self.apply(event)
@@ -324,8 +345,10 @@ class Table:
                 event = deal_street(hand, game, street)
             exposure = self._exposure(street, console) if console is not None else None
             self._emit(event)
-            if exposure is not None:
-                self._emit(exposure)
+            if exposure is not None:        # the turned cards are known once dealt
+                self._emit(msgspec.structs.replace(exposure, turned=[
+                    DealtCard(d.seat, show(hand.players[d.seat].cards[-1]), True) for d in exposure.turned
+                ]))
             console = None
             self._announce(street)
             if self._open_round(c):
@@ -371,9 +394,9 @@ class Table:
         live = {p.seat for p in hand.live()}
         if street != game.last_street or game.streets[street].faces[0] or not set(console.exposed) <= live:
             raise DomainError("bad_deal", "only a 7th card of a player in the hand can be exposed (R28)")
-        turned: list[int] = []
+        turned: list[DealtCard] = []
         if any(hand.players[s].can_act for s in console.exposed):
-            turned = sorted(live - set(console.exposed))
+            turned = [DealtCard(s, None, True) for s in sorted(live - set(console.exposed))]
         return LastCardsExposed(exposed_seat=console.exposed[0] if console.exposed else None,
                                 turned=turned, skip_betting=console.mixed)
 
@@ -687,8 +710,8 @@ def _cards_dealt(t: Table, e: CardsDealt) -> None:
 def _last_cards_exposed(t: Table, e: LastCardsExposed) -> None:
     hand = t.hand
     assert hand is not None
-    for s in e.turned:
-        hand.players[s].up[-1] = True
+    for d in e.turned:
+        hand.players[d.seat].up[-1] = True
     hand.skip_last_round = e.skip_betting
 
 
@@ -796,6 +819,11 @@ _APPLY = {
     Acted: _acted, TimedOut: _timed_out, Announced: _nothing, RoundEnded: _round_ended,
     ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked,
     PotAwarded: _nothing, HandEnded: _hand_ended,
+}
+
+# events after which the hand's cached live/actor lists must be rebuilt
+_CHANGES_WHO_IS_IN = {
+    LeaveRequested, AnteSkipped, AntePosted, AntesCollected, Acted, TimedOut, RoundEnded, HandStarted,
 }
 
 _HANDLERS = {

@@ -1,0 +1,52 @@
+"""The wire format of commands and replies.
+
+A request's body is one table command as msgspec JSON: the tagged union
+:data:`studroom.domain.commands.TableCommand` (``{"type": "Act", "seat": 3, ...}``).
+The reply is a :class:`Reply`: ``{"ok": true, "version": 42}`` or
+``{"ok": false, "error": {"code": "not_your_turn", "message": "..."}}``.  Error codes
+are the domain's (stable), plus the service's own: ``bad_request`` (malformed
+message), ``unknown_table``, ``conflict`` (another writer won; retry), ``unavailable``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from studroom.domain.commands import TableCommand
+
+
+class ErrorBody(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+
+
+class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
+    ok: bool
+    version: int | None = None
+    error: ErrorBody | None = None
+
+
+_command_decoder = msgspec.json.Decoder(TableCommand)
+_reply_decoder = msgspec.json.Decoder(Reply)
+_encoder = msgspec.json.Encoder()
+
+
+def encode_command(command: object) -> bytes:
+    return _encoder.encode(command)
+
+
+def decode_command(data: bytes) -> TableCommand:
+    """Raises msgspec.DecodeError / ValidationError on a malformed message."""
+    return _command_decoder.decode(data)
+
+
+def ok(version: int) -> bytes:
+    return _encoder.encode(Reply(ok=True, version=version))
+
+
+def error(code: str, message: str) -> bytes:
+    return _encoder.encode(Reply(ok=False, error=ErrorBody(code, message)))
+
+
+def decode_reply(data: bytes) -> Reply:
+    return _reply_decoder.decode(data)

@@ -1,0 +1,79 @@
+"""Every NATS subject and stream name Studroom uses, built in this ONE module.
+
+Commands (request/reply)
+    Clients send a table command to ``studroom.cmd.<table_id>``.  The NATS server maps
+    that subject deterministically onto a partition, ``studroom.pcmd.<p>.<table_id>``
+    (subject mapping ``{{partition(N,1)}}``, see :func:`command_mapping`), and exactly
+    one table-service instance at a time serves each partition.
+
+Events (JetStream, written only by the relay)
+    ``studroom.pub.<table_id>``            public view of every event (no hidden card,
+                                           no seed before its time: rule R33)
+    ``studroom.priv.<player>.<table_id>``  one player's private copies (his own down
+                                           cards); NATS permissions in deploy/ let a
+                                           player subscribe to his own subjects only
+
+Ids used in subjects are limited to letters, digits, ``_`` and ``-``.
+"""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "studroom"
+PARTITIONS = 16                       # fixed for the life of an installation
+
+PUBLIC_STREAM = "STUDROOM_PUBLIC"
+PRIVATE_STREAM = "STUDROOM_PRIVATE"
+
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class BadName(ValueError):
+    """An id that cannot be a subject token."""
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        raise BadName(f"{name!r}: ids are 1..64 letters, digits, '_' or '-'")
+    return name
+
+
+def command(table_id: str) -> str:
+    """Where a client sends a command for a table."""
+    return f"{PREFIX}.cmd.{check_name(table_id)}"
+
+
+def partition_commands(partition: int) -> str:
+    """What the owner of a partition subscribes to."""
+    return f"{PREFIX}.pcmd.{partition}.*"
+
+
+def table_of_partition_subject(subject: str) -> str:
+    return subject.rsplit(".", 1)[1]
+
+
+def command_mapping(partitions: int = PARTITIONS) -> dict[str, str]:
+    """The server-side subject mapping for NATS config (``mappings {}``)."""
+    return {f"{PREFIX}.cmd.*": f"{PREFIX}.pcmd.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}"}
+
+
+def public_events(table_id: str) -> str:
+    return f"{PREFIX}.pub.{check_name(table_id)}"
+
+
+def all_public_events() -> str:
+    return f"{PREFIX}.pub.>"
+
+
+def private_events(player: str, table_id: str) -> str:
+    return f"{PREFIX}.priv.{check_name(player)}.{check_name(table_id)}"
+
+
+def player_private_events(player: str) -> str:
+    """Everything private to one player (his permission in deploy/ allows just this)."""
+    return f"{PREFIX}.priv.{check_name(player)}.>"
+
+
+def all_private_events() -> str:
+    return f"{PREFIX}.priv.>"
