@@ -84,6 +84,11 @@ class Table:
             self.hand.changed()
         self.version += 1
 
+    def state(self) -> dict:
+        """Everything the table knows, as plain data: two tables with equal ``state()``
+        are the same table (replay tests, dispute tools)."""
+        return _plain({k: v for k, v in self.__dict__.items() if k != "_events"})
+
     def execute(self, command: Command) -> list[Event]:
         """Run one command: the events it caused, or a DomainError and no change."""
         handler = _HANDLERS.get(type(command))
@@ -344,6 +349,10 @@ class Table:
             else:
                 event = deal_street(hand, game, street)
             exposure = self._exposure(street, console) if console is not None else None
+            if exposure is not None and console is not None:
+                event = msgspec.structs.replace(event, cards=[
+                    DealtCard(d.seat, d.card, d.up or d.seat in console.exposed) for d in event.cards
+                ])
             self._emit(event)
             if exposure is not None:        # the turned cards are known once dealt
                 self._emit(msgspec.structs.replace(exposure, turned=[
@@ -376,9 +385,8 @@ class Table:
             return CardsDealt(street=street, community=show(cards[0]))
         if len(cards) != len(live) * len(faces):
             raise DomainError("bad_deal", f"expected {len(live) * len(faces)} cards for this street")
-        exposed = set(console.exposed)
         dealt = [
-            DealtCard(p.seat, show(cards[r * len(live) + i]), faces[r] or p.seat in exposed)
+            DealtCard(p.seat, show(cards[r * len(live) + i]), faces[r])
             for r in range(len(faces)) for i, p in enumerate(live)
         ]
         return CardsDealt(street=street, cards=dealt)
@@ -600,6 +608,16 @@ class Table:
     def _game(self) -> Game:
         assert self.game is not None
         return self.game
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "__slots__") and not isinstance(value, msgspec.Struct):
+        return {k: _plain(getattr(value, k)) for k in value.__slots__ if not k.startswith("_")}  # type: ignore[attr-defined]
+    return value
 
 
 def _shows_pair(p: HandPlayer) -> bool:
