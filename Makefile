@@ -26,7 +26,7 @@ bench: $(STAMP)
 	$(BIN)/studroom bench $(ARGS)
 
 schema: $(STAMP)
-	$(BIN)/studroom schema docs/
+	$(BIN)/studroom schema
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -24,6 +24,16 @@ def _hand_play(args: argparse.Namespace) -> int:
     return 2 if "error" in out else 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from studroom.services import schema
+
+    for path in schema.write(Path(args.dir) if args.dir else schema.DEFAULT_DIR):
+        print(path)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -33,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     hand_play.add_argument("file", help="scenario JSON file, or - for stdin")
     hand_play.add_argument("--compact", action="store_true", help="one line of JSON")
     hand_play.set_defaults(run=_hand_play)
+
+    schema = commands.add_parser("schema", help="write the JSON Schemas of events, commands, replies")
+    schema.add_argument("dir", nargs="?", help="output folder (default: docs/schema)")
+    schema.set_defaults(run=_schema)
     return parser
 
 
