@@ -3,9 +3,13 @@
 ``play(scenario)`` runs the script through the same :class:`~studroom.domain.table.Table`
 the table service runs, and returns the SCENARIO.md output (or ``{"error": ...}``).
 
-Beyond SCENARIO.md, one optional key describes a live dealer's mistake (rule R28):
-``"live_dealer": {"exposed": [seat, ...], "mixed": false}`` — the 7th cards of those
-seats came face up (or, with ``mixed``, the last cards can no longer be told apart).
+Beyond SCENARIO.md, two optional keys:
+
+* ``"timeout_policy"``: ``"all_in_protection"`` (the default, seed 000) or
+  ``"check_or_fold"`` (rule R19);
+* ``"live_dealer": {"exposed": [seat, ...], "mixed": false}`` describes a live
+  dealer's mistake (rule R28): the 7th cards of those seats came face up (or, with
+  ``mixed``, the last cards can no longer be told apart).
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ def _config(s: dict[str, Any], live_dealer: bool) -> TableConfig:
         return TableConfig(
             game=s.get("game", ""), stakes=stakes,
             rake=Rake(basis_points=int(basis_points), cap=rake.get("cap")), auto_deal=not live_dealer,
+            timeout_policy=s.get("timeout_policy", "all_in_protection"),
         )
     except (msgspec.ValidationError, TypeError, ValueError) as e:
         raise ScriptError(DomainError("bad_stakes", str(e)), None) from None
