@@ -11,38 +11,29 @@ from studroom.domain.commands import (
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.errors import DomainError
-from studroom.domain.events import Event
+from studroom.domain.events import Event, TurnStarted
 from studroom.domain.table import Table
 
 STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
 
 
-def choose(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> Command:
-    """A legal next command for whoever the table waits on (weighted towards calling)."""
-    hand = table.hand
-    assert hand is not None
-    if rng.random() < timeout_rate:
-        return Timeout(turn=table.turn)
-    if hand.turn_kind == "ante":
-        seat = next(s for s, p in hand.players.items() if not p.posted and not p.folded)
-        return PostAnte(seat=seat)
-    seat = hand.to_act
-    assert seat is not None
-    if hand.turn_kind == "show":
-        return Muck(seat=seat) if rng.random() < 0.2 else Show(seat=seat)
-    opts = options_of(table)
-    weights = {"fold": 1, "check": 4, "call": 5, "bet": 2, "raise": 2, "complete": 2, "bring_in": 4}
-    action = rng.choices(opts, [weights[o] for o in opts])[0]
-    size = rng.choice(("small", "big")) if action in ("bet", "raise") and hand.open_pair and not hand.big_made else None
-    return Act(seat=seat, action=action, size=size)
+WEIGHTS = {"fold": 1, "check": 4, "call": 5, "bet": 2, "raise": 2, "complete": 2, "bring_in": 4,
+           "show": 8, "muck": 2}
 
 
-def options_of(table: Table) -> list[str]:
-    from studroom.domain.betting import options
-
-    hand = table.hand
-    assert hand is not None and hand.to_act is not None
-    return options(hand, hand.players[hand.to_act])
+def choose(turn: TurnStarted, rng: random.Random, open_pair: bool = False) -> Command:
+    """A legal answer to a turn, as any client sees it (weighted towards calling).
+    ``open_pair``: the street allows a big bet (R12), so sometimes ask for one."""
+    if turn.kind == "ante":
+        raise ValueError("the ante window is answered with PostAnte by seat")
+    assert turn.seat is not None
+    action = rng.choices(turn.options, [WEIGHTS[o] for o in turn.options])[0]
+    if action == "show":
+        return Show(seat=turn.seat)
+    if action == "muck":
+        return Muck(seat=turn.seat)
+    size = rng.choice(("small", "big")) if open_pair and action in ("bet", "raise") else None
+    return Act(seat=turn.seat, action=action, size=size)
 
 
 def new_table(game: str, players: int, stack: int = 2000, **config: object) -> tuple[Table, list[Event]]:
@@ -58,7 +49,14 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
     """Start a hand from a fresh seed and play it to the end with random legal moves."""
     events = table.execute(StartHand(seed=rng.randbytes(32).hex()))
     while table.hand is not None:
-        command = choose(table, rng, timeout_rate)
+        hand = table.hand
+        turn = next(e for e in reversed(events) if isinstance(e, TurnStarted))
+        if rng.random() < timeout_rate:
+            command: Command = Timeout(turn=turn.turn)
+        elif turn.kind == "ante":
+            command = PostAnte(seat=next(s for s, p in hand.players.items() if not p.posted and not p.folded))
+        else:
+            command = choose(turn, rng, hand.open_pair and not hand.big_made)
         try:
             events += table.execute(command)
         except DomainError as refused:
