@@ -1,0 +1,191 @@
+"""Benchmark (not a test) of the pure domain: full random hands per second for each game
+at 2 and 8 seats, side by side with the open-source engine pokerkit, and the hand
+evaluator's evaluations per second.
+
+    python -m studroom.services.bench_domain [--seconds N]
+
+Our hands are ``simulate.play_hand`` on one table (commands through the real aggregate,
+random legal answers to each ``TurnStarted``, everyone topped up between hands);
+pokerkit's are ``bench_pokerkit.Runner`` with the same stakes, stacks, seat count and
+decision weights.  The two engines run in alternating time slices within each case, so
+that the machine's noise falls on both.  Ratio = our hands/s over pokerkit's; the goal
+(our issue) is at least 20 times faster per hand in every game and seat count.
+
+"actions/hand" counts betting decisions (``Acted`` events for us; bring-in, fold,
+check/call, complete/bet/raise for pokerkit), so that like is compared with like;
+"events/hand" and "commands/hand" are ours only (pokerkit has neither).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+
+from studroom.domain.events import Acted, TurnStarted
+
+from . import bench_eval, bench_pokerkit
+from .simulate import new_table, play_hand, top_up
+
+GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
+SEATS = (2, 8)
+STACK = 2000
+GOAL = 20.0
+WARMUP_HANDS = 5
+
+
+class DomainRunner:
+    """Our engine, one table of one game, played in time slices.  Only the hands are
+    timed (``top_up`` + ``play_hand``); counting their events is not."""
+
+    def __init__(self, game: str, players: int, seed: int = 1) -> None:
+        self.table, _ = new_table(game, players, stack=STACK)
+        self.rng = random.Random(seed)
+        self.hands = self.events = self.actions = self.commands = 0
+        self.seconds = 0.0
+
+    def run_for(self, seconds: float) -> None:
+        clock = time.perf_counter
+        table, rng = self.table, self.rng
+        end = clock() + seconds
+        spent = 0.0
+        hands = events = actions = commands = 0
+        while True:
+            t0 = clock()
+            top_up(table, STACK)
+            played = play_hand(table, rng)
+            t1 = clock()
+            spent += t1 - t0
+            hands += 1
+            events += len(played)
+            for e in played:
+                kind = type(e)
+                if kind is Acted:
+                    actions += 1
+                elif kind is TurnStarted:
+                    commands += 1       # every turn is answered by one command
+            commands += 1               # StartHand
+            if t1 >= end:
+                break
+        self.hands += hands
+        self.events += events
+        self.actions += actions
+        self.commands += commands
+        self.seconds += spent
+
+    @property
+    def hands_per_second(self) -> float:
+        return self.hands / self.seconds if self.seconds else 0.0
+
+
+def _slice(seconds: float) -> float:
+    """Each engine gets about six alternating slices per case (0.05 s to 0.5 s each)."""
+    return max(0.05, min(0.5, seconds / 6))
+
+
+def measure_case(game: str, players: int, seconds: float, seed: int = 1) -> dict:
+    ours = DomainRunner(game, players, seed)
+    theirs = bench_pokerkit.make_runner(game, players, seed)
+    for _ in range(WARMUP_HANDS):              # imports, caches, first-call costs
+        play_hand(ours.table, random.Random(seed + 1))
+        top_up(ours.table, STACK)
+        if theirs is not None:
+            theirs.run_for(0.0)
+    if theirs is not None:
+        theirs.hands = theirs.actions = 0
+        theirs.seconds = 0.0
+    piece = _slice(seconds)
+    turn = 0
+    while ours.seconds < seconds or (theirs is not None and theirs.seconds < seconds):
+        first, second = (ours, theirs) if turn % 2 == 0 else (theirs, ours)
+        for runner in (first, second):
+            if runner is not None and runner.seconds < seconds:
+                runner.run_for(piece)
+        turn += 1
+    row = {
+        "game": game,
+        "seats": players,
+        "studroom_hps": ours.hands_per_second,
+        "pokerkit_hps": None if theirs is None else theirs.hands_per_second,
+        "studroom_hands": ours.hands,
+        "pokerkit_hands": None if theirs is None else theirs.hands,
+        "actions_per_hand": ours.actions / ours.hands,
+        "pokerkit_actions_per_hand": None if theirs is None else theirs.actions_per_hand,
+        "events_per_hand": ours.events / ours.hands,
+        "commands_per_hand": ours.commands / ours.hands,
+    }
+    row["ratio"] = None if not row["pokerkit_hps"] else row["studroom_hps"] / row["pokerkit_hps"]
+    row["goal_met"] = None if row["ratio"] is None else row["ratio"] >= GOAL
+    return row
+
+
+def measure(seconds: float = 2.0) -> tuple[list[dict], list[dict]]:
+    hands = [measure_case(g, n, seconds) for g in GAMES for n in SEATS]
+    evals = bench_eval.run(seconds)
+    return hands, evals
+
+
+def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+
+
+def _num(x: float | None, digits: int = 0) -> str:
+    return "n/a" if x is None else f"{x:,.{digits}f}"
+
+
+def render(hands: list[dict], evals: list[dict], seconds: float) -> str:
+    pk = bench_pokerkit.version()
+    out = [
+        (f"Full random hands per second, {seconds:g} s per engine and case, interleaved "
+         f"(Python {sys.version.split()[0]}, pokerkit {pk or 'not installed'})"),
+        ("stakes: ante 5, bring-in 10, small bet 20, big bet 40; stacks 2000; "
+         "weights fold 1, check 4, call 5, bet/raise/complete 2"),
+        "",
+    ]
+    header = ["game", "seats", "studroom h/s", "pokerkit h/s", "ratio", f"goal {GOAL:g}x",
+              "actions/hand (ours/pk)", "events/hand", "commands/hand"]
+    rows = []
+    for r in hands:
+        goal = "n/a" if r["goal_met"] is None else ("yes" if r["goal_met"] else "NO")
+        ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.1f}x"
+        rows.append([
+            r["game"], str(r["seats"]), _num(r["studroom_hps"]), _num(r["pokerkit_hps"]), ratio,
+            goal, f"{r['actions_per_hand']:.1f} / {_num(r['pokerkit_actions_per_hand'], 1)}",
+            f"{r['events_per_hand']:.1f}", f"{r['commands_per_hand']:.1f}",
+        ])
+    out += _table(header, rows, right={1, 2, 3, 4, 6, 7, 8})
+    met = [r["goal_met"] for r in hands if r["goal_met"] is not None]
+    out.append("")
+    out.append(f"goal ({GOAL:g}x pokerkit per hand): met in {sum(met)} of {len(met)} comparable cases"
+               + ("; five-card stud has no pokerkit counterpart (n/a)" if any(r["ratio"] is None for r in hands) else ""))
+    out += ["", "Hand evaluator (studroom.domain.hand_ranking)", ""]
+    out += _table(["case", "evaluations/s"], [[e["case"], _num(e["evals_per_s"])] for e in evals], right={1})
+    return "\n".join(out)
+
+
+def run(seconds: float = 2.0) -> str:
+    """Measure everything, print the table and return it."""
+    hands, evals = measure(seconds)
+    text = render(hands, evals, seconds)
+    print(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench_domain", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine and case (default 2)")
+    args = parser.parse_args(argv)
+    if args.seconds <= 0:
+        parser.error("--seconds must be positive")
+    run(args.seconds)
+
+
+if __name__ == "__main__":
+    main()
