@@ -70,7 +70,7 @@ def decide_action(
     hand: HandState, game: Game, stakes: Stakes, p: HandPlayer, action: str, size: str | None
 ) -> Acted:
     """The Acted event for ``p`` doing ``action``, or a DomainError saying why not."""
-    legal = options(hand, p)
+    legal = hand.turn_options if hand.turn_options is not None else options(hand, p)
     if action not in legal:
         raise _refusal(hand, p, action, legal)
     if size is not None and action not in ("bet", "raise", "complete", "bring_in"):

@@ -6,6 +6,8 @@ Plain mutable objects with slots: the aggregate changes them only by applying ev
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 
 class HandPlayer:
     __slots__ = (
@@ -58,7 +60,7 @@ class HandState:
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
         "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
         "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
-        "to_act", "turn_kind", "_live", "_actors",
+        "to_act", "turn_kind", "turn_options", "_live", "_actors",
     )
 
     def __init__(self, hand_no: int, button: int, players: list[HandPlayer]) -> None:
@@ -93,6 +95,7 @@ class HandState:
         self.skip_last_round = False   # R28: last cards mixed up
         self.to_act: int | None = None
         self.turn_kind: str | None = None
+        self.turn_options: list[str] | None = None   # what the player to act may do
         self._live: list[HandPlayer] | None = None
         self._actors: list[HandPlayer] | None = None
 
@@ -115,11 +118,13 @@ class HandState:
             self._actors = [p for p in self.live() if not p.all_in]
         return self._actors
 
-    def clockwise_from(self, seat: int) -> list[HandPlayer]:
+    def clockwise_from(self, seat: int) -> Iterator[HandPlayer]:
         """Every player in dealing order, starting just after ``seat``."""
-        i = self.order.index(seat)
-        seats = self.order[i + 1 :] + self.order[: i + 1]
-        return [self.players[s] for s in seats]
+        order, players = self.order, self.players
+        i = order.index(seat)
+        n = len(order)
+        for k in range(i + 1, i + 1 + n):
+            yield players[order[k % n]]
 
     def heads_up(self) -> bool:
         """R14: only two players left in the hand, no cap."""

@@ -655,6 +655,7 @@ def _leave_requested(t: Table, e: LeaveRequested) -> None:
     p = hand.players.get(e.seat) if hand else None
     if hand is None or p is None:
         return
+    hand.turn_options = None       # one player fewer may lift the cap (R14): recompute
     if hand.phase == "ante" or (hand.phase in ("deal", "betting") and p.can_act):
         p.folded = True
         if hand.to_act == e.seat:
@@ -744,7 +745,7 @@ def _turn_started(t: Table, e: TurnStarted) -> None:
     t.turn = e.turn
     hand = t.hand
     assert hand is not None
-    hand.to_act, hand.turn_kind = e.seat, e.kind
+    hand.to_act, hand.turn_kind, hand.turn_options = e.seat, e.kind, e.options
 
 
 def _acted(t: Table, e: Acted) -> None:
@@ -755,6 +756,8 @@ def _acted(t: Table, e: Acted) -> None:
         p.folded = True
     elif e.amount:
         p.put_in(e.amount)
+    if e.action == "fold" or e.all_in:
+        hand.changed()
     hand.bring_in_pending = False
     if e.action == "bring_in":
         hand.current_bet = max(hand.current_bet, t.config.stakes.bring_in_amount)  # R16
@@ -841,7 +844,7 @@ _APPLY = {
 
 # events after which the hand's cached live/actor lists must be rebuilt
 _CHANGES_WHO_IS_IN = {
-    LeaveRequested, AnteSkipped, AntePosted, AntesCollected, Acted, TimedOut, RoundEnded, HandStarted,
+    LeaveRequested, AnteSkipped, AntePosted, AntesCollected, TimedOut, RoundEnded, HandStarted,
 }
 
 _HANDLERS = {
