@@ -13,6 +13,10 @@ Events (JetStream, written only by the relay)
                                            cards); NATS permissions in deploy/ let a
                                            player subscribe to his own subjects only
 
+Relay
+    ``studroom.relay.nudge.<store>``       core NATS nudge: "store <store> has new events"
+                                           (KV bucket ``studroom_relay`` keeps positions)
+
 Ids used in subjects are limited to letters, digits, ``_`` and ``-``.
 """
 
@@ -77,3 +81,20 @@ def player_private_events(player: str) -> str:
 
 def all_private_events() -> str:
     return f"{PREFIX}.priv.>"
+
+
+def table_private_events(table_id: str) -> str:
+    """Every player's private copies at one table (the relay's recovery scan; never a
+    client permission)."""
+    return f"{PREFIX}.priv.*.{check_name(table_id)}"
+
+
+# The relay (services/relay.py)
+
+RELAY_BUCKET = "studroom_relay"       # JetStream KV: one position record per event store
+
+
+def relay_nudge(store: str) -> str:
+    """Core NATS (no JetStream): the table service publishes here after each commit to
+    store ``store`` (its schema name, e.g. ``studroom_p3``) so the relay reads at once."""
+    return f"{PREFIX}.relay.nudge.{check_name(store)}"
