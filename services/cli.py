@@ -34,6 +34,66 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _subcommands(commands: argparse._SubParsersAction, name: str, help: str) -> argparse._SubParsersAction:
+    """The sub-commands of ``studroom <name>`` (serve, bench): created on first use, so
+    that several modules can add theirs."""
+    parser = commands.choices.get(name) or commands.add_parser(name, help=help)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return parser.add_subparsers(dest=name, required=True)
+
+
+def _room(args: argparse.Namespace) -> int:
+    from studroom.services import room
+
+    return room.cli(args)
+
+
+def _serve_bot(args: argparse.Namespace) -> int:
+    from studroom.services import bot
+
+    return bot.cli(args)
+
+
+def _bench_room(args: argparse.Namespace) -> int:
+    from studroom.services import bench_room
+
+    return bench_room.cli(args)
+
+
+def _add_room_commands(commands: argparse._SubParsersAction) -> None:
+    """``room``, ``serve bot`` and ``bench room``."""
+    room = commands.add_parser("room", help="a live room: servers, table services, relay and bots")
+    room.add_argument("--tables", type=int, default=4, help="tables to play on (default 4)")
+    room.add_argument("--bots-per-table", type=int, default=5, help="bots at each table (default 5)")
+    room.add_argument("--for", dest="seconds", type=float, default=None, metavar="SECONDS",
+                      help="stop after this long and print a summary (default: until Ctrl-C)")
+    room.add_argument("--instances", type=int, default=1, help="table-service processes (default 1)")
+    room.add_argument("--stores", type=int, default=1, help="event stores (partitions of tables, default 1)")
+    room.add_argument("--pace", type=int, default=0, metavar="MS", help="bots think this long (default 0)")
+    room.add_argument("--data-dir", default=None, help="embedded servers' data (default .studroom/ or STUDROOM_DATA_DIR)")
+    room.add_argument("--quiet", action="store_true", help="no progress line")
+    room.set_defaults(run=_room)
+
+    serve = _subcommands(commands, "serve", "run one service on its own")
+    bot = serve.add_parser("bot", help="one bot player at one table")
+    bot.add_argument("--table", required=True)
+    bot.add_argument("--seat", type=int, required=True)
+    bot.add_argument("--player", required=True)
+    bot.add_argument("--pace", type=int, default=500, metavar="MS", help="think time (default 500)")
+    bot.add_argument("--seed", type=int, default=None, help="random seed of its decisions")
+    bot.set_defaults(run=_serve_bot)
+
+    bench = _subcommands(commands, "bench", "benchmarks, beside a baseline measured in the same run")
+    bench_room = bench.add_parser("room", help="bots over NATS against 1/2 table services and 1/N stores")
+    bench_room.add_argument("--seconds", type=float, default=10.0, help="per configuration (default 10)")
+    bench_room.add_argument("--tables", type=int, default=16, help="tables played at once (default 16)")
+    bench_room.add_argument("--bots-per-table", type=int, default=4)
+    bench_room.add_argument("--stores-n", type=int, default=4, help="N of the 1/N stores rows (default 4)")
+    bench_room.set_defaults(run=_bench_room)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -47,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="write the JSON Schemas of events, commands, replies")
     schema.add_argument("dir", nargs="?", help="output folder (default: docs/schema)")
     schema.set_defaults(run=_schema)
+
+    _add_room_commands(commands)
     return parser
 
 
