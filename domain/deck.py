@@ -17,6 +17,7 @@ The hand's last event reveals the seed; ``verify`` recomputes the order from it.
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections.abc import Iterator, Sequence
 
 from .cards import ALL_CARDS
@@ -29,30 +30,31 @@ def commitment(seed: bytes) -> str:
     return hashlib.sha256(seed).hexdigest()
 
 
+_EIGHT_WORDS = struct.Struct(">8I")
+
+
 def _words(seed: bytes, label: bytes) -> Iterator[int]:
+    """The stream: 32-bit big-endian words of SHA-256(seed || label || counter)."""
+    prefix = seed + label
     counter = 0
     while True:
-        block = hashlib.sha256(seed + label + counter.to_bytes(8, "big")).digest()
-        for k in range(0, 32, 4):
-            yield int.from_bytes(block[k : k + 4], "big")
+        yield from _EIGHT_WORDS.unpack(hashlib.sha256(prefix + counter.to_bytes(8, "big")).digest())
         counter += 1
 
 
-def _below(words: Iterator[int], n: int) -> int:
-    """A uniform integer in 0..n-1 by rejection sampling 32-bit words."""
-    limit = (1 << 32) - ((1 << 32) % n)
-    for w in words:
-        if w < limit:
-            return w % n
-    raise AssertionError("unreachable: the word stream is infinite")
-
-
 def shuffled(cards: Sequence[int], seed: bytes, label: bytes) -> list[int]:
-    """Fisher-Yates shuffle of ``cards`` driven by the seed's stream for ``label``."""
+    """Fisher-Yates shuffle of ``cards`` driven by the seed's stream for ``label``; each
+    index is drawn uniformly by rejection sampling (a word at or above the largest
+    multiple of n below 2**32 is skipped, so there is no modulo bias)."""
     out = list(cards)
     words = _words(seed, label)
     for i in range(len(out) - 1, 0, -1):
-        j = _below(words, i + 1)
+        n = i + 1
+        limit = 0x1_0000_0000 - 0x1_0000_0000 % n
+        w = next(words)
+        while w >= limit:
+            w = next(words)
+        j = w % n
         out[i], out[j] = out[j], out[i]
     return out
 

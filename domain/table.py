@@ -15,6 +15,7 @@ import hashlib
 
 import msgspec
 from collections.abc import Iterable
+from functools import lru_cache
 
 from . import announcements
 from .betting import decide_action, next_to_act, options, round_complete, uncalled
@@ -414,16 +415,11 @@ class Table:
         if not self._game().streets[street].faces[-1]:
             return
         for p in hand.live():
-            ups = [c for c, up in zip(p.cards, p.up) if up]
-            if len(ups) < 2:
-                continue
-            a = announcements.describe(ups)
-            if a is None:
-                continue
-            self._emit(Announced(
-                seat=p.seat, kind=a.kind, rank=None if a.rank is None else RANKS[a.rank],
-                draws=list(a.draws), en=announcements.render(a, "en"), de=announcements.render(a, "de"),
-            ))
+            ups = tuple(c for c, up in zip(p.cards, p.up) if up)
+            said = _announcement(ups) if len(ups) >= 2 else None
+            if said is not None:
+                kind, rank, draws, en, de = said
+                self._emit(Announced(seat=p.seat, kind=kind, rank=rank, draws=list(draws), en=en, de=de))
 
     def _open_round(self, c: Command) -> bool:
         """Start the street's betting round if two players can still bet."""
@@ -608,6 +604,17 @@ class Table:
     def _game(self) -> Game:
         assert self.game is not None
         return self.game
+
+
+@lru_cache(maxsize=16384)
+def _announcement(ups: tuple[int, ...]) -> tuple[str | None, str | None, tuple[str, ...], str, str] | None:
+    """The announcement of a set of up cards, rendered in both languages (memoised:
+    the same boards recur at every table)."""
+    a = announcements.describe(ups)
+    if a is None:
+        return None
+    rank = None if a.rank is None else RANKS[a.rank]
+    return a.kind, rank, tuple(a.draws), announcements.render(a, "en"), announcements.render(a, "de")
 
 
 def _plain(value: object) -> object:

@@ -5,6 +5,8 @@ and bot decisions.  Randomness lives here, never in the domain: the caller hands
 from __future__ import annotations
 
 import random
+from functools import lru_cache
+from itertools import accumulate
 
 from studroom.domain.commands import (
     Act, BuyIn, Command, Muck, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
@@ -21,13 +23,18 @@ WEIGHTS = {"fold": 1, "check": 4, "call": 5, "bet": 2, "raise": 2, "complete": 2
            "show": 8, "muck": 2}
 
 
+@lru_cache(maxsize=None)
+def _cumulative(options: tuple[str, ...]) -> list[int]:
+    return list(accumulate(WEIGHTS[o] for o in options))
+
+
 def choose(turn: TurnStarted, rng: random.Random, open_pair: bool = False) -> Command:
     """A legal answer to a turn, as any client sees it (weighted towards calling).
     ``open_pair``: the street allows a big bet (R12), so sometimes ask for one."""
     if turn.kind == "ante":
         raise ValueError("the ante window is answered with PostAnte by seat")
     assert turn.seat is not None
-    action = rng.choices(turn.options, [WEIGHTS[o] for o in turn.options])[0]
+    action = rng.choices(turn.options, cum_weights=_cumulative(tuple(turn.options)))[0]
     if action == "show":
         return Show(seat=turn.seat)
     if action == "muck":
@@ -48,22 +55,31 @@ def new_table(game: str, players: int, stack: int = 2000, **config: object) -> t
 def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> list[Event]:
     """Start a hand from a fresh seed and play it to the end with random legal moves."""
     events = table.execute(StartHand(seed=rng.randbytes(32).hex()))
+    turn = _last_turn(events)
     while table.hand is not None:
         hand = table.hand
-        turn = next(e for e in reversed(events) if isinstance(e, TurnStarted))
-        if rng.random() < timeout_rate:
+        if timeout_rate and rng.random() < timeout_rate:
             command: Command = Timeout(turn=turn.turn)
         elif turn.kind == "ante":
             command = PostAnte(seat=next(s for s, p in hand.players.items() if not p.posted and not p.folded))
         else:
             command = choose(turn, rng, hand.open_pair and not hand.big_made)
         try:
-            events += table.execute(command)
+            new = table.execute(command)
         except DomainError as refused:
             if refused.code != "must_show":      # R22: the last claimant may not muck
                 raise
-            events += table.execute(Show(seat=command.seat))  # type: ignore[attr-defined]
+            new = table.execute(Show(seat=command.seat))  # type: ignore[attr-defined]
+        events += new
+        turn = _last_turn(new) or turn
     return events
+
+
+def _last_turn(events: list[Event]) -> TurnStarted | None:
+    for e in reversed(events):
+        if type(e) is TurnStarted:
+            return e
+    return None
 
 
 def top_up(table: Table, stack: int) -> list[Event]:
