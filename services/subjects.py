@@ -17,6 +17,13 @@ Relay
     ``studroom.relay.nudge.<store>``       core NATS nudge: "store <store> has new events"
                                            (KV bucket ``studroom_relay`` keeps positions)
 
+Timers (JetStream stream ``STUDROOM_TIMERS``, written only by the timer service)
+    ``studroom.timer.sched.<table_id>``    the table's one pending timer (a message
+                                           schedule: ``Nats-Schedule: @at <time>``)
+    ``studroom.timer.fire.<table_id>``     where the server publishes it when due
+                                           (KV bucket ``studroom_timeouts`` counts each
+                                           table's recent timeouts for the lobby)
+
 Ids used in subjects are limited to letters, digits, ``_`` and ``-``.
 """
 
@@ -98,3 +105,28 @@ def relay_nudge(store: str) -> str:
     """Core NATS (no JetStream): the table service publishes here after each commit to
     store ``store`` (its schema name, e.g. ``studroom_p3``) so the relay reads at once."""
     return f"{PREFIX}.relay.nudge.{check_name(store)}"
+
+
+# The timer service (services/timer_service.py)
+
+TIMER_STREAM = "STUDROOM_TIMERS"      # JetStream, message schedules on, work-queue retention
+TIMEOUTS_BUCKET = "studroom_timeouts" # JetStream KV: per table, its recent timeouts (lobby)
+
+
+def timer_schedule(table_id: str) -> str:
+    """A table's ONE pending timer (a JetStream message schedule; publishing again
+    replaces it)."""
+    return f"{PREFIX}.timer.sched.{check_name(table_id)}"
+
+
+def timer_fire(table_id: str) -> str:
+    """Where the server publishes a table's timer when it is due."""
+    return f"{PREFIX}.timer.fire.{check_name(table_id)}"
+
+
+def all_timer_schedules() -> str:
+    return f"{PREFIX}.timer.sched.*"
+
+
+def all_timer_fires() -> str:
+    return f"{PREFIX}.timer.fire.*"
