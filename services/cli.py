@@ -24,6 +24,22 @@ def _hand_play(args: argparse.Namespace) -> int:
     return 2 if "error" in out else 0
 
 
+def _hand_audit(args: argparse.Namespace) -> int:
+    """R32: prove a hand's deck from its events (a JSON list, or a `hand play` output)."""
+    import msgspec
+
+    from studroom.domain.audit import audit_hand
+    from studroom.domain.events import TableEvent
+
+    source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+    with source:
+        data = json.load(source)
+    events = msgspec.convert(data["events"] if isinstance(data, dict) else data, list[TableEvent], strict=False)
+    audit = audit_hand(events)
+    print(json.dumps(msgspec.to_builtins(audit), indent=2))
+    return 0 if audit.fair else 1
+
+
 def _schema(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -103,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     hand_play.add_argument("file", help="scenario JSON file, or - for stdin")
     hand_play.add_argument("--compact", action="store_true", help="one line of JSON")
     hand_play.set_defaults(run=_hand_play)
+    hand_audit = hand.add_parser("audit", help="prove a hand's cards from its revealed seed (R32)")
+    hand_audit.add_argument("file", help="the hand's events as JSON, or - for stdin")
+    hand_audit.set_defaults(run=_hand_audit)
 
     schema = commands.add_parser("schema", help="write the JSON Schemas of events, commands, replies")
     schema.add_argument("dir", nargs="?", help="output folder (default: docs/schema)")
