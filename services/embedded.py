@@ -481,14 +481,28 @@ class EmbeddedNats(_ServerProcess):
 
     ``sync_always=True`` makes JetStream fsync every write (default: the server's
     periodic sync; a crashed process loses nothing, a crashed machine may).
+    ``mappings`` are the server's subject mappings (default:
+    :func:`studroom.services.subjects.command_mapping`, which sends
+    ``studroom.cmd.<table>`` to ``studroom.pcmd.<partition>.<table>``; ``{}`` for none).
     """
 
     name = "nats"
     stop_signal = signal.SIGTERM
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, sync_always: bool = False):
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        sync_always: bool = False,
+        mappings: dict[str, str] | None = None,
+    ):
         super().__init__(data_dir)
         self.sync_always = sync_always
+        if mappings is None:
+            from studroom.services import subjects
+
+            mappings = subjects.command_mapping()
+        self.mappings = dict(mappings)
         self.config_path = self.home / "nats.conf"
         self.store_dir = self.home / "jetstream"
         self.binary = nats_server_binary()
@@ -516,6 +530,8 @@ class EmbeddedNats(_ServerProcess):
         }
         if self.sync_always:
             config["jetstream"]["sync_interval"] = "always"  # type: ignore[index]
+        if self.mappings:
+            config["mappings"] = self.mappings
         # NATS config is a superset of JSON.
         self.config_path.write_text(json.dumps(config, indent=2) + "\n")
         return [str(self.binary), "--config", str(self.config_path)]
