@@ -75,14 +75,13 @@ def door_card(p: HandPlayer) -> int:
     return p.cards[p.up.index(True)]
 
 
-def bring_in_seat(hand: HandState) -> HandPlayer | None:
-    """R7: the lowest door card opens (ace high, suits clubs < diamonds < hearts < spades).
-    A player all-in from his ante cannot bring in; the next lowest door card does."""
-    able = [p for p in hand.live() if p.can_act]
-    if not able:
-        return None
-    lowest = lowest_card([door_card(p) for p in able])
-    return next(p for p in able if door_card(p) == lowest)
+def bring_in_seat(hand: HandState) -> HandPlayer:
+    """R7: the lowest door card opens (ace high, suits clubs < diamonds < hearts < spades),
+    even a player all-in from his ante (R16: his bring-in of nothing still stands at the
+    full amount for the others)."""
+    live = hand.live()
+    lowest = lowest_card([door_card(p) for p in live])
+    return next(p for p in live if door_card(p) == lowest)
 
 
 def board(hand: HandState, game: Game, p: HandPlayer) -> list[int]:

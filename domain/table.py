@@ -428,10 +428,11 @@ class Table:
             return False
         if hand.street == 0:
             opener = bring_in_seat(hand)
-            assert opener is not None
-            self._emit(RoundStarted(street=0, opener=opener.seat, first=opener.seat, bring_in=True,
+            first = opener if opener.can_act else next(p for p in hand.clockwise_from(opener.seat) if p.can_act)
+            self._emit(RoundStarted(street=0, opener=opener.seat, first=first.seat, bring_in=True,
                                     door_card=show(door_card(opener))))
-            first = opener
+            if not opener.can_act:    # R16: all-in from the ante, his bring-in stands in full
+                self._emit(Acted(seat=opener.seat, action="bring_in", all_in=True, full=False))
         else:
             best, first = first_to_act(hand, self._game())
             open_pair = self._game().streets[hand.street].open_pair_street and any(
