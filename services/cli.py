@@ -110,6 +110,27 @@ def _add_room_commands(commands: argparse._SubParsersAction) -> None:
     bench_room.set_defaults(run=_bench_room)
 
 
+def _serve_table(args: argparse.Namespace) -> int:
+    from studroom.services import table_service
+
+    return table_service.run(args)
+
+
+def _add_table_commands(commands: argparse._SubParsersAction) -> None:
+    """``serve table`` (the options of ``python -m studroom.services.table_service``)."""
+    serve = _subcommands(commands, "serve", "run one service on its own")
+    table = serve.add_parser("table", help="the table service: commands in, events stored (partition leases)")
+    table.add_argument("--instance-id", help="unique among the running instances (default: host-pid)")
+    table.add_argument("--stores", type=int, default=1, help="event stores; the same for all instances (default 1)")
+    table.add_argument("--partitions", type=int, default=16, help="as in the NATS subject mapping (default 16)")
+    table.add_argument("--pause-ms", type=int, default=0, help="pause between hands (default 0)")
+    table.add_argument("--lease-ttl", type=float, default=3.0, help="partition lease TTL, seconds (default 3)")
+    table.add_argument("--lease-bucket", default="studroom_leases", help=argparse.SUPPRESS)
+    table.add_argument("--schema-prefix", default="studroom_p", help=argparse.SUPPRESS)
+    table.add_argument("-v", "--verbose", action="store_true", help="log partition changes")
+    table.set_defaults(run=_serve_table)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -128,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     schema.set_defaults(run=_schema)
 
     _add_room_commands(commands)
+    _add_table_commands(commands)
     return parser
 
 
