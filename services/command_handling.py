@@ -1,0 +1,387 @@
+"""The table service's core: commands in, events stored, a reply out. No NATS here.
+
+:class:`CommandHandler` takes ``(table_id, command)`` pairs and an
+:class:`~studroom.services.event_store.EventStore`:
+
+1. the table comes from a cache of :class:`~studroom.domain.table.Table` objects (kept
+   while this instance owns the table's partition) or, on a miss, from
+   ``Table.replay(store.load(table_id))``;
+2. ``table.execute(command)`` (``now_ms`` filled in with the wall clock if 0) gives
+   the events or a :class:`~studroom.domain.errors.DomainError` (nothing changed);
+3. an online table (``config.auto_deal``) with no hand and two ready players starts
+   its next hand by itself: ``StartHand`` with a fresh secret seed, its events in the
+   SAME append as the triggering command's (or, with ``pause_ms > 0``, the outcome
+   says ``start_due`` and the caller sends the StartHand later);
+4. the events are appended with optimistic concurrency (expected version = the
+   table's version before), and the reply is ``ok(version)`` (the table's version
+   after everything, a started hand included) or ``error(code, message)``.
+
+Group commit: :meth:`CommandHandler.handle_batch` executes the commands of many
+tables and appends all their events in ONE ``store.append`` (one transaction, one
+commit). A :class:`VersionConflict` in a batch (another writer came first) drops every
+table of the batch from the cache and retries each command on its own: reload,
+execute, append; if that conflicts again: reload and retry once more, else the reply
+is ``conflict``.
+
+Errors, besides the domain's codes: ``bad_request`` (not a command, or a table id
+that cannot be a subject token, or an ``OpenTable`` naming another table),
+``unknown_table`` (no events and not ``OpenTable``), ``conflict``, ``internal``
+(an unexpected exception: the table is dropped from the cache, it may be
+half-applied; the handler goes on).
+
+A refusal decided on a cached table is checked against the store first (one cheap
+query for events after the cached version): if another writer moved the table on
+(two owners for a moment), the table catches up and the command is decided again.
+
+Not thread-safe: one thread per handler (the table service runs each store's
+handler on its own single worker thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from studroom.domain.commands import Command, OpenTable, StartHand
+from studroom.domain.errors import DomainError
+from studroom.domain.table import Table
+from studroom.services import protocol, subjects
+from studroom.services.event_store import EventStore, VersionConflict
+from studroom.services.protocol import ErrorBody, Reply
+
+log = logging.getLogger(__name__)
+
+BAD_REQUEST = "bad_request"
+UNKNOWN_TABLE = "unknown_table"
+CONFLICT = "conflict"
+INTERNAL = "internal"
+UNAVAILABLE = "unavailable"
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_seed() -> str:
+    """A fresh secret deck seed (R32): 32 random bytes as hex."""
+    return secrets.token_hex(32)
+
+
+def error_reply(code: str, message: str) -> Reply:
+    return Reply(ok=False, error=ErrorBody(code, message))
+
+
+def decode_request(table_id: str, data: bytes | bytearray | memoryview) -> Command:
+    """The command in a request's body for ``table_id``, or :class:`BadRequest`."""
+    try:
+        subjects.check_name(table_id)
+    except subjects.BadName as e:
+        raise BadRequest(str(e)) from None
+    try:
+        command = protocol.decode_command(bytes(data))
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise BadRequest(f"not a table command: {e}") from None
+    return check_command(table_id, command)
+
+
+def check_command(table_id: str, command: object) -> Command:
+    if not isinstance(command, Command):
+        raise BadRequest(f"not a table command: {type(command).__name__}")
+    if isinstance(command, OpenTable) and command.table_id != table_id:
+        raise BadRequest(f"OpenTable names table {command.table_id!r}, sent to {table_id!r}")
+    return command
+
+
+def ready_for_next_hand(table: Table) -> bool:
+    """An online table with no hand and at least two seated players with chips who
+    are not sitting out (and not leaving): the service deals the next hand."""
+    config = table.config
+    if config is None or not config.auto_deal or table.hand is not None:
+        return False
+    ready = 0
+    for seat in table.seats.values():
+        if seat.stack > 0 and not seat.sitting_out and not seat.leaving:
+            ready += 1
+    return ready >= 2
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The reply to one command, and whether the table now waits for the service to
+    start its next hand (``pause_ms > 0``, or a table found idle)."""
+
+    reply: Reply
+    start_due: bool = False
+
+
+@dataclass(slots=True)
+class HandlerStats:
+    commands: int = 0
+    refused: int = 0
+    appends: int = 0
+    events: int = 0
+    hands_started: int = 0
+    conflicts: int = 0
+    internal_errors: int = 0
+    loads: int = 0
+    batch_sizes: dict[int, int] = field(default_factory=dict)   # commands per append -> count
+
+
+@dataclass(slots=True)
+class _Staged:
+    """A table's events waiting for the batch's append."""
+
+    table: Table
+    expected: int                       # version before the batch's first command
+    events: list = field(default_factory=list)
+    from_store: bool = False            # loaded (not cached) in this batch
+    dirty: bool = False                 # an exception left the object unusable
+
+
+class CommandHandler:
+    """See the module docstring. ``store`` is the event store of the tables handed in."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        auto_start: bool = True,
+        pause_ms: int = 0,
+        clock: Callable[[], int] = wall_clock_ms,
+        seed: Callable[[], str] = new_seed,
+        cache_size: int = 10_000,
+        verify_refusals: bool = True,
+    ) -> None:
+        self.store = store
+        self.auto_start = auto_start
+        self.pause_ms = pause_ms
+        self.clock = clock
+        self.new_seed = seed
+        self.cache_size = cache_size
+        self.verify_refusals = verify_refusals
+        self.cache: OrderedDict[str, Table] = OrderedDict()
+        self.stats = HandlerStats()
+
+    # -- the cache
+
+    def drop(self, table_id: str) -> None:
+        self.cache.pop(table_id, None)
+
+    def drop_where(self, predicate: Callable[[str], bool]) -> int:
+        """Forget the cached tables whose id matches (a partition given up)."""
+        gone = [t for t in self.cache if predicate(t)]
+        for table_id in gone:
+            del self.cache[table_id]
+        return len(gone)
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+    def _remember(self, table_id: str, table: Table) -> None:
+        self.cache[table_id] = table
+        self.cache.move_to_end(table_id)
+        while len(self.cache) > self.cache_size:
+            self.cache.popitem(last=False)
+
+    def _load(self, table_id: str) -> Table:
+        self.stats.loads += 1
+        return Table.replay(self.store.load(table_id))
+
+    # -- commands
+
+    def handle(self, table_id: str, message: bytes | Command) -> Reply:
+        """One command, one append."""
+        return self.handle_batch([(table_id, message)])[0].reply
+
+    def handle_batch(self, items: Sequence[tuple[str, bytes | Command]]) -> list[Outcome]:
+        """Execute every command and append all their events in one transaction.
+
+        Commands of the same table run one after the other in item order (each on the
+        state the previous left). Replies are decided only after the append."""
+        outcomes: list[Outcome | None] = [None] * len(items)
+        commands: list[Command | None] = [None] * len(items)
+        staged: dict[str, _Staged] = {}
+        versions: list[int] = [0] * len(items)
+        for i, (table_id, message) in enumerate(items):
+            self.stats.commands += 1
+            try:
+                command = (
+                    check_command(table_id, message)
+                    if isinstance(message, Command)
+                    else decode_request(table_id, message)
+                )
+            except BadRequest as e:
+                outcomes[i] = Outcome(error_reply(BAD_REQUEST, e.message))
+                self.stats.refused += 1
+                continue
+            commands[i] = command
+            outcome = self._stage(table_id, command, staged)
+            if outcome is not None:
+                outcomes[i] = outcome
+            else:
+                versions[i] = staged[table_id].table.version
+        batch = [(t, s.expected, s.events) for t, s in staged.items() if s.events]
+        if batch:
+            try:
+                self.store.append(batch)
+            except VersionConflict as conflict:
+                self.stats.conflicts += 1
+                log.info("version conflict on %s: retrying %d commands one by one",
+                         conflict.stream_ids, sum(c is not None for c in commands))
+                return self._retry_alone(items, commands, outcomes, staged)
+            except Exception:   # noqa: BLE001 (the store failed: nothing is known to be written)
+                log.exception("append of %d tables failed", len(batch))
+                self.stats.internal_errors += 1
+                for table_id in staged:
+                    self.drop(table_id)
+                failed = Outcome(error_reply(INTERNAL, "the event store failed; the command may not have been carried out"))
+                return [o if o is not None else failed for o in outcomes]
+            self.stats.appends += 1
+            self.stats.events += sum(len(events) for _, _, events in batch)
+            n = sum(1 for i, o in enumerate(outcomes) if o is None)
+            self.stats.batch_sizes[n] = self.stats.batch_sizes.get(n, 0) + 1
+        for table_id, s in staged.items():
+            if s.dirty:
+                self.drop(table_id)
+            elif s.table.config is not None:      # an opened table: worth keeping
+                self._remember(table_id, s.table)
+        result: list[Outcome] = []
+        for i, outcome in enumerate(outcomes):
+            if outcome is None:
+                s = staged[items[i][0]]
+                due = self.auto_start and self.pause_ms > 0 and not s.dirty and ready_for_next_hand(s.table)
+                outcome = Outcome(Reply(ok=True, version=versions[i]), start_due=due)
+            result.append(outcome)
+        return result
+
+    def _stage(self, table_id: str, command: Command, staged: dict[str, _Staged]) -> Outcome | None:
+        """Execute one command into ``staged``; an Outcome if it is refused."""
+        s = staged.get(table_id)
+        if s is None:
+            cached = self.cache.get(table_id)
+            try:
+                table = cached if cached is not None else self._load(table_id)
+            except Exception:   # noqa: BLE001
+                log.exception("loading table %s failed", table_id)
+                self.stats.internal_errors += 1
+                return Outcome(error_reply(INTERNAL, "the table could not be loaded"))
+            s = _Staged(table=table, expected=table.version, from_store=cached is None)
+            staged[table_id] = s
+        if s.dirty:
+            return Outcome(error_reply(INTERNAL, "an earlier command of this batch failed"))
+        table = s.table
+        if table.version == 0 and not isinstance(command, OpenTable):
+            self.stats.refused += 1
+            return Outcome(error_reply(UNKNOWN_TABLE, f"there is no table {table_id!r}"))
+        if command.now_ms == 0:
+            command = msgspec.structs.replace(command, now_ms=self.clock())
+        try:
+            try:
+                events = table.execute(command)
+            except DomainError as refusal:
+                if not (self.verify_refusals and not s.from_store and not s.events):
+                    raise
+                fresh = self.store.load(table_id, after_version=table.version)
+                if not fresh:
+                    raise
+                log.info("table %s was %d events behind the store: caught up", table_id, len(fresh))
+                for event in fresh:
+                    table.apply(event)
+                s.expected = table.version
+                s.from_store = True
+                events = table.execute(command)
+        except DomainError as refusal:
+            self.stats.refused += 1
+            due = self.auto_start and not s.events and ready_for_next_hand(table)
+            return Outcome(error_reply(refusal.code, refusal.message), start_due=due)
+        except Exception:   # noqa: BLE001 (a bug: never crash the service for it)
+            log.exception("command %s on table %s failed", type(command).__name__, table_id)
+            self.stats.internal_errors += 1
+            s.dirty = True
+            self.drop(table_id)
+            if not s.events:
+                del staged[table_id]
+            return Outcome(error_reply(INTERNAL, f"internal error running {type(command).__name__}"))
+        s.events.extend(events)
+        if self.auto_start and self.pause_ms <= 0 and ready_for_next_hand(table):
+            s.events.extend(self._start_hand(table_id, table, s))
+        return None
+
+    def _start_hand(self, table_id: str, table: Table, s: _Staged) -> list:
+        """The next hand's events (StartHand with a fresh seed), or none."""
+        try:
+            events = table.execute(StartHand(seed=self.new_seed(), now_ms=self.clock()))
+        except DomainError as refusal:
+            log.debug("table %s did not start a hand: %s", table_id, refusal)
+            return []
+        except Exception:   # noqa: BLE001
+            log.exception("starting a hand on table %s failed", table_id)
+            self.stats.internal_errors += 1
+            s.dirty = True      # the command's own events stand; the object is dropped
+            return []
+        self.stats.hands_started += 1
+        return events
+
+    def _retry_alone(
+        self,
+        items: Sequence[tuple[str, bytes | Command]],
+        commands: list[Command | None],
+        outcomes: list[Outcome | None],
+        staged: dict[str, _Staged],
+    ) -> list[Outcome]:
+        """After a conflict in a batch: every table of it reloaded, every command
+        executed and appended on its own (a second conflict: reload, retry once)."""
+        for table_id in staged:
+            self.drop(table_id)
+        for table_id, _ in items:
+            self.drop(table_id)
+        result: list[Outcome] = []
+        for i, (table_id, _) in enumerate(items):
+            command = commands[i]
+            if command is None:                      # bad request: stands
+                result.append(outcomes[i])           # type: ignore[arg-type]
+                continue
+            for attempt in range(2):
+                one: dict[str, _Staged] = {}
+                outcome = self._stage(table_id, command, one)
+                if outcome is not None:
+                    break
+                s = one[table_id]
+                try:
+                    if s.events:
+                        self.store.append([(table_id, s.expected, s.events)])
+                        self.stats.appends += 1
+                        self.stats.events += len(s.events)
+                        self.stats.batch_sizes[1] = self.stats.batch_sizes.get(1, 0) + 1
+                except VersionConflict:
+                    self.stats.conflicts += 1
+                    self.drop(table_id)
+                    outcome = Outcome(error_reply(CONFLICT, "another writer changed the table first; try again"))
+                    continue
+                except Exception:   # noqa: BLE001
+                    log.exception("append for table %s failed", table_id)
+                    self.stats.internal_errors += 1
+                    self.drop(table_id)
+                    outcome = Outcome(error_reply(INTERNAL, "the event store failed"))
+                    break
+                if s.dirty:
+                    self.drop(table_id)
+                else:
+                    self._remember(table_id, s.table)
+                due = self.auto_start and self.pause_ms > 0 and not s.dirty and ready_for_next_hand(s.table)
+                outcome = Outcome(Reply(ok=True, version=s.table.version), start_due=due)
+                break
+            result.append(outcome)                   # type: ignore[arg-type]
+        return result

@@ -1,0 +1,341 @@
+"""Partitions: which partition a table is in, which store holds it, who serves it.
+
+Partition of a table
+    The NATS server maps ``studroom.cmd.<table>`` to ``studroom.pcmd.<p>.<table>``
+    with ``{{partition(N,1)}}`` (see :func:`studroom.services.subjects.command_mapping`):
+    FNV-1a (32 bit) of the table id, modulo N. :func:`partition_of` is the same
+    function in Python (checked against a real server in the integration tests), so
+    any process can tell where a table lives without asking NATS.
+
+Store of a table
+    Partition ``p`` is stored in event store ``p % n_stores`` (PostgreSQL schema
+    ``studroom_p{j}``, see :func:`store_schema`). Every table-service instance of an
+    installation must run with the same number of partitions and stores.
+
+One owner per partition: leases in a JetStream KV bucket
+    Bucket ``studroom_leases`` (memory storage, history 1, ``max_age`` = the lease
+    TTL, 3 s by default). Keys:
+
+    ``p.<partition>`` = owner's instance id
+        Claimed with ``create`` (only if absent), renewed every TTL/3 with a
+        revision-checked ``update`` (fails if anyone else wrote the key since), given
+        back with a revision-checked ``delete``. A key that is not renewed expires
+        TTL after its last write (the server's clock): after a SIGKILL the others take
+        over within TTL + one heartbeat (3-4.5 s with the defaults).
+    ``i.<instance>`` = ``{"at": <ms>}``
+        Every live instance re-announces itself each heartbeat; the live instances
+        (the keys present) give the fair share ``ceil(partitions / instances)``.
+        An instance claims free partitions up to its share and gives back what it holds
+        beyond it (a joining instance gets its share within a heartbeat or two).
+
+    Local guard: an owner also stops serving a partition when it has not renewed the
+    lease for 0.8 TTL (counted from the moment it *sent* the last successful renewal,
+    so it stops before the server lets the key expire). Two instances can therefore
+    serve one partition at the same time only while an instance is stuck without
+    running its event loop; then the event store's optimistic concurrency (expected
+    versions) refuses the stale writer, which reloads and retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable
+
+from studroom.services import subjects
+
+log = logging.getLogger(__name__)
+
+LEASE_BUCKET = "studroom_leases"
+DEFAULT_LEASE_TTL = 3.0          # seconds
+STORE_SCHEMA_PREFIX = "studroom_p"
+
+_FNV_OFFSET = 0x811C9DC5
+_FNV_PRIME = 0x01000193
+
+
+def fnv1a_32(data: bytes) -> int:
+    h = _FNV_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
+    return h
+
+
+def partition_of(table_id: str, partitions: int = subjects.PARTITIONS) -> int:
+    """The partition the NATS server maps a table's commands to."""
+    return fnv1a_32(table_id.encode()) % partitions
+
+
+def partition_of_subject(subject: str) -> int:
+    """``studroom.pcmd.<p>.<table>`` -> p."""
+    return int(subject.split(".")[2])
+
+
+def store_index(partition: int, n_stores: int) -> int:
+    return partition % n_stores
+
+
+def store_of_table(table_id: str, n_stores: int, partitions: int = subjects.PARTITIONS) -> int:
+    return store_index(partition_of(table_id, partitions), n_stores)
+
+
+def store_schema(index: int, prefix: str = STORE_SCHEMA_PREFIX) -> str:
+    """The PostgreSQL schema of event store ``index``."""
+    return f"{prefix}{index}"
+
+
+# --------------------------------------------------------------------------- leases
+
+OnAcquire = Callable[[int], Awaitable[None]]
+OnRelease = Callable[[int, bool], Awaitable[None]]   # (partition, lost)
+
+
+def _lease_key(partition: int) -> str:
+    return f"p.{partition}"
+
+
+def _instance_key(instance_id: str) -> str:
+    return f"i.{instance_id}"
+
+
+class _Lease:
+    __slots__ = ("revision", "renewed_at")
+
+    def __init__(self, revision: int, renewed_at: float) -> None:
+        self.revision = revision
+        self.renewed_at = renewed_at   # monotonic time the last successful write was SENT
+
+
+class LeaseManager:
+    """Claims, renews and gives back partition leases for one instance.
+
+    ``on_acquire(p)`` runs after a lease is won (subscribe then); ``on_release(p,
+    lost)`` runs before a lease is given back (``lost=False``: stop taking commands,
+    finish the queued ones) or after it was lost (``lost=True``: someone else may
+    already serve it; drop everything). Call :meth:`start`, then :meth:`run` until
+    stopped, then :meth:`close` (gives every lease back at once).
+    """
+
+    def __init__(
+        self,
+        js: object,
+        instance_id: str,
+        *,
+        partitions: int = subjects.PARTITIONS,
+        bucket: str = LEASE_BUCKET,
+        ttl: float = DEFAULT_LEASE_TTL,
+        on_acquire: OnAcquire,
+        on_release: OnRelease,
+        replicas: int = 1,
+    ) -> None:
+        subjects.check_name(instance_id)
+        self.js = js
+        self.instance_id = instance_id
+        self.partitions = partitions
+        self.bucket = bucket
+        self.ttl = ttl
+        self.replicas = replicas
+        self.on_acquire = on_acquire
+        self.on_release = on_release
+        self.leases: dict[int, _Lease] = {}
+        self.kv: object | None = None
+        self.instances: int = 1
+        self._lock = asyncio.Lock()
+        # Order in which this instance tries free partitions: differs per instance,
+        # so that instances starting together rarely race for the same key.
+        self._order = sorted(range(partitions), key=lambda p: fnv1a_32(f"{instance_id}:{p}".encode()))
+
+    @property
+    def interval(self) -> float:
+        return self.ttl / 3
+
+    def owned(self) -> list[int]:
+        return sorted(self.leases)
+
+    def valid(self, partition: int) -> bool:
+        """True while this instance may serve ``partition`` (lease held and renewed
+        within 0.8 TTL)."""
+        lease = self.leases.get(partition)
+        return lease is not None and time.monotonic() - lease.renewed_at < 0.8 * self.ttl
+
+    async def start(self) -> None:
+        import nats.js.api as api
+        import nats.js.errors as jserr
+
+        try:
+            self.kv = await self.js.key_value(self.bucket)  # type: ignore[attr-defined]
+        except jserr.BucketNotFoundError:
+            try:
+                self.kv = await self.js.create_key_value(  # type: ignore[attr-defined]
+                    bucket=self.bucket,
+                    history=1,
+                    ttl=self.ttl,
+                    storage=api.StorageType.MEMORY,
+                    replicas=self.replicas,
+                    description="studroom table-service partition leases",
+                )
+            except jserr.APIError:      # created meanwhile by another instance
+                self.kv = await self.js.key_value(self.bucket)  # type: ignore[attr-defined]
+        info = await self.js.stream_info(f"KV_{self.bucket}")  # type: ignore[attr-defined]
+        if info.config.max_age:
+            if abs(info.config.max_age - self.ttl) > 1e-3:
+                log.warning("lease bucket %s has TTL %.3fs (asked for %.3fs): using it",
+                            self.bucket, info.config.max_age, self.ttl)
+            self.ttl = float(info.config.max_age)
+        await self.tick()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.interval)
+            if stop.is_set():
+                break
+            try:
+                await self.tick()
+            except Exception:   # noqa: BLE001 (NATS down for a moment: try again)
+                log.exception("lease heartbeat failed")
+                await self._drop_invalid()
+
+    async def tick(self) -> None:
+        """One heartbeat: announce, renew, rebalance."""
+        async with self._lock:
+            await self._announce()
+            await self._renew()
+            await self._rebalance()
+
+    async def close(self) -> None:
+        """Give every lease back (others take over at their next heartbeat)."""
+        async with self._lock:
+            for partition in sorted(self.leases):
+                await self._give_back(partition)
+            if self.kv is not None:
+                with contextlib.suppress(Exception):
+                    await self.kv.delete(_instance_key(self.instance_id))  # type: ignore[attr-defined]
+
+    # -- internals
+
+    async def _announce(self) -> None:
+        value = json.dumps({"at": int(time.time() * 1000)}).encode()
+        await self.kv.put(_instance_key(self.instance_id), value)  # type: ignore[attr-defined]
+
+    async def _renew(self) -> None:
+        import nats.js.errors as jserr
+
+        me = self.instance_id.encode()
+        for partition in sorted(self.leases):
+            lease = self.leases[partition]
+            sent = time.monotonic()
+            try:
+                revision = await self.kv.update(_lease_key(partition), me, last=lease.revision)  # type: ignore[attr-defined]
+            except jserr.KeyWrongLastSequenceError:
+                log.warning("%s lost the lease of partition %d", self.instance_id, partition)
+                await self._lose(partition)
+                continue
+            except Exception:   # noqa: BLE001 (timeout: keep it while still valid)
+                log.warning("renewing partition %d failed", partition, exc_info=True)
+                if not self.valid(partition):
+                    await self._lose(partition)
+                continue
+            lease.revision, lease.renewed_at = revision, sent
+
+    async def _drop_invalid(self) -> None:
+        async with self._lock:
+            for partition in sorted(self.leases):
+                if not self.valid(partition):
+                    await self._lose(partition)
+
+    async def _lose(self, partition: int) -> None:
+        self.leases.pop(partition, None)
+        try:
+            await self.on_release(partition, True)
+        except Exception:   # noqa: BLE001
+            log.exception("releasing lost partition %d failed", partition)
+
+    async def _give_back(self, partition: int) -> None:
+        lease = self.leases.get(partition)
+        if lease is None:
+            return
+        try:
+            await self.on_release(partition, False)
+        except Exception:   # noqa: BLE001
+            log.exception("releasing partition %d failed", partition)
+        self.leases.pop(partition, None)
+        with contextlib.suppress(Exception):   # gone or taken already: fine
+            await self.kv.delete(_lease_key(partition), last=lease.revision)  # type: ignore[attr-defined]
+
+    async def _keys(self) -> list[str]:
+        import nats.js.errors as jserr
+
+        try:
+            return await self.kv.keys()  # type: ignore[attr-defined]
+        except jserr.NoKeysError:
+            return []
+
+    async def _rebalance(self) -> None:
+        import nats.js.errors as jserr
+
+        keys = await self._keys()
+        instances = {k[2:] for k in keys if k.startswith("i.")} | {self.instance_id}
+        taken = {int(k[2:]) for k in keys if k.startswith("p.") and k[2:].isdigit()}
+        self.instances = len(instances)
+        share = math.ceil(self.partitions / self.instances)
+        if len(self.leases) > share:
+            # Give back the extra ones (the last in our preference order first).
+            extra = [p for p in reversed(self._order) if p in self.leases][: len(self.leases) - share]
+            for partition in extra:
+                log.info("%s gives partition %d back (share %d)", self.instance_id, partition, share)
+                await self._give_back(partition)
+            return
+        me = self.instance_id.encode()
+        for partition in self._order:
+            if len(self.leases) >= share:
+                break
+            if partition in self.leases or partition in taken:
+                continue
+            sent = time.monotonic()
+            try:
+                revision = await self.kv.create(_lease_key(partition), me)  # type: ignore[attr-defined]
+            except jserr.KeyWrongLastSequenceError:
+                continue                    # someone else was quicker
+            self.leases[partition] = _Lease(revision, sent)
+            log.info("%s serves partition %d", self.instance_id, partition)
+            try:
+                await self.on_acquire(partition)
+            except Exception:   # noqa: BLE001
+                log.exception("serving partition %d failed: giving it back", partition)
+                await self._give_back(partition)
+
+
+async def lease_owners(js: object, bucket: str = LEASE_BUCKET) -> dict[int, str]:
+    """Who holds which partition now (for tests and operators)."""
+    import nats.js.errors as jserr
+
+    kv = await js.key_value(bucket)  # type: ignore[attr-defined]
+    try:
+        keys = await kv.keys()
+    except jserr.NoKeysError:
+        return {}
+    owners: dict[int, str] = {}
+    for key in keys:
+        if key.startswith("p.") and key[2:].isdigit():
+            with contextlib.suppress(jserr.KeyNotFoundError):
+                owners[int(key[2:])] = (await kv.get(key)).value.decode()
+    return owners
+
+
+def spread(partitions: Iterable[int]) -> str:
+    """``0-3,7``: a short text of a set of partitions (logs)."""
+    ps = sorted(partitions)
+    out: list[str] = []
+    i = 0
+    while i < len(ps):
+        j = i
+        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
+            j += 1
+        out.append(str(ps[i]) if i == j else f"{ps[i]}-{ps[j]}")
+        i = j + 1
+    return ",".join(out)

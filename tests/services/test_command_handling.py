@@ -1,0 +1,395 @@
+"""The table service's core (CommandHandler, StoreWorker) on the in-memory store: fast."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import msgspec
+import pytest
+from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown, SitOut, StartHand
+from studroom.domain.config import Stakes, TableConfig
+from studroom.domain.events import ChipsBought, HandStarted, TableOpened, TurnStarted
+from studroom.domain.table import Table
+from studroom.services import protocol
+from studroom.services.command_handling import CommandHandler, decode_request, ready_for_next_hand
+from studroom.services.event_store import InMemoryEventStore, VersionConflict
+from studroom.services.partitions import fnv1a_32, partition_of, spread, store_of_table
+from studroom.services.table_service import StoreWorker
+
+CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
+NOW = 1_700_000_000_000
+
+
+class CountingStore:
+    """An in-memory store that counts (and can slow down or fail) appends."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.inner = InMemoryEventStore()
+        self.appends: list[list[tuple[str, int, int]]] = []   # per append: (stream, expected, n events)
+        self.delay = delay
+        self.fail_next: Exception | None = None
+        self.before_append: Any = None
+        self._lock = threading.Lock()
+
+    def append(self, batch: Any) -> None:
+        if self.before_append is not None:
+            hook, self.before_append = self.before_append, None
+            hook()
+        if self.fail_next is not None:
+            error, self.fail_next = self.fail_next, None
+            raise error
+        if self.delay:
+            time.sleep(self.delay)
+        self.inner.append(batch)
+        with self._lock:
+            self.appends.append([(s, e, len(ev)) for s, e, ev in batch])
+
+    def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
+        return self.inner.load(stream_id, after_version)
+
+    def read_notifications(self, start: int, limit: int) -> list[Any]:
+        return self.inner.read_notifications(start, limit)
+
+    def max_notification_id(self) -> int:
+        return self.inner.max_notification_id()
+
+
+def clock() -> int:
+    return NOW
+
+
+def seeded() -> str:
+    return "ab" * 32
+
+
+def open_table(handler: CommandHandler, table_id: str, players: int = 2) -> None:
+    assert handler.handle(table_id, OpenTable(table_id=table_id, config=CONFIG)).ok
+    for seat in range(players):
+        assert handler.handle(table_id, SitDown(seat=seat, player=f"{table_id}-p{seat}")).ok
+        assert handler.handle(table_id, BuyIn(seat=seat, amount=1000)).ok
+
+
+def replayed(store: Any, table_id: str) -> Table:
+    return Table.replay(store.load(table_id))
+
+
+def to_act(table: Table) -> int:
+    assert table.hand is not None and table.hand.to_act is not None
+    return table.hand.to_act
+
+
+@pytest.fixture
+def store() -> CountingStore:
+    return CountingStore()
+
+
+@pytest.fixture
+def handler(store: CountingStore) -> CommandHandler:
+    return CommandHandler(store, clock=clock, seed=seeded)
+
+
+# ------------------------------------------------------------------ plain commands
+
+
+def test_open_sit_buy_in_and_the_hand_starts_by_itself(store: CountingStore, handler: CommandHandler) -> None:
+    reply = handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
+    assert reply == protocol.Reply(ok=True, version=1)
+    assert handler.handle("t1", SitDown(seat=0, player="ann")).version == 2
+    assert handler.handle("t1", BuyIn(seat=0, amount=1000)).version == 3
+    assert handler.handle("t1", SitDown(seat=1, player="bob")).version == 4
+    assert replayed(store, "t1").hand is None                 # one player with chips: no hand
+    reply = handler.handle("t1", BuyIn(seat=1, amount=1000))
+    assert reply.ok
+    events = store.load("t1")
+    assert reply.version == len(events) > 5
+    # the buy-in and the started hand are ONE append (one transaction)
+    assert store.appends[-1] == [("t1", 4, len(events) - 4)]
+    assert isinstance(events[4], ChipsBought) and isinstance(events[5], HandStarted)
+    assert events[5].seed == "ab" * 32                       # handed in by the service
+    table = replayed(store, "t1")
+    assert table.hand is not None and table.hand.phase == "betting"
+    turn = [e for e in events if isinstance(e, TurnStarted)][-1]
+    assert turn.deadline_ms == NOW + CONFIG.action_seconds * 1000   # now_ms filled in
+    assert handler.stats.hands_started == 1
+
+
+def test_act_moves_the_hand_on(store: CountingStore, handler: CommandHandler) -> None:
+    open_table(handler, "t1")
+    table = replayed(store, "t1")
+    reply = handler.handle("t1", Act(seat=to_act(table), action="bring_in"))
+    assert reply.ok and reply.version == table.version + len(store.load("t1", table.version))
+    assert replayed(store, "t1").hand.to_act != table.hand.to_act
+
+
+def test_the_client_clock_is_kept_when_given(store: CountingStore, handler: CommandHandler) -> None:
+    open_table(handler, "t1")
+    table = replayed(store, "t1")
+    handler.handle("t1", Act(seat=to_act(table), action="bring_in", now_ms=5))
+    turn = [e for e in store.load("t1") if isinstance(e, TurnStarted)][-1]
+    assert turn.deadline_ms == 5 + CONFIG.action_seconds * 1000
+
+
+def test_hands_follow_each_other_in_the_same_append(store: CountingStore, handler: CommandHandler) -> None:
+    open_table(handler, "t1")
+    table = replayed(store, "t1")
+    folder = to_act(table)
+    handler.handle("t1", Act(seat=folder, action="bring_in"))
+    table = replayed(store, "t1")
+    reply = handler.handle("t1", Act(seat=to_act(table), action="fold"))
+    assert reply.ok
+    last = store.load("t1", table.version)
+    kinds = [type(e).__name__ for e in last]
+    assert "HandEnded" in kinds and kinds.index("HandStarted") > kinds.index("HandEnded")
+    assert len(store.appends[-1]) == 1
+    assert replayed(store, "t1").hand_no == 1 and replayed(store, "t1").hand is not None
+
+
+def test_pause_between_hands_leaves_the_start_to_the_caller(store: CountingStore) -> None:
+    handler = CommandHandler(store, clock=clock, seed=seeded, pause_ms=500)
+    handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
+    for seat in range(2):
+        handler.handle("t1", SitDown(seat=seat, player=f"p{seat}"))
+    assert handler.handle_batch([("t1", BuyIn(seat=0, amount=500))])[0].start_due is False
+    outcome = handler.handle_batch([("t1", BuyIn(seat=1, amount=500))])[0]
+    assert outcome.reply.ok and outcome.start_due
+    assert replayed(store, "t1").hand is None
+    assert handler.handle("t1", StartHand(seed=seeded())).ok
+    assert replayed(store, "t1").hand is not None
+
+
+def test_ready_for_next_hand_needs_two_players_in_with_chips(store: CountingStore) -> None:
+    handler = CommandHandler(store, clock=clock, seed=seeded, auto_start=False)
+    open_table(handler, "t1")
+    table = replayed(store, "t1")
+    assert ready_for_next_hand(table)
+    handler.handle("t1", SitOut(seat=1))
+    assert not ready_for_next_hand(replayed(store, "t1"))
+    live = TableConfig(game="seven_card_stud", stakes=CONFIG.stakes, auto_deal=False)
+    handler.handle("t2", OpenTable(table_id="t2", config=live))
+    for seat in range(2):
+        handler.handle("t2", SitDown(seat=seat, player=f"p{seat}"))
+        handler.handle("t2", BuyIn(seat=seat, amount=500))
+    assert not ready_for_next_hand(replayed(store, "t2"))      # a live dealer's table
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def refused(reply: protocol.Reply) -> str:
+    assert not reply.ok and reply.error is not None
+    return reply.error.code
+
+
+def test_errors_have_clear_codes_and_change_nothing(store: CountingStore, handler: CommandHandler) -> None:
+    open_table(handler, "t1")
+    table = replayed(store, "t1")
+    length = store.max_notification_id()
+    appends = len(store.appends)
+    wrong = next(s for s in table.hand.players if s != to_act(table))
+    assert refused(handler.handle("t1", Act(seat=wrong, action="call"))) == "not_your_turn"
+    assert refused(handler.handle("nope", Act(seat=0, action="call"))) == "unknown_table"
+    assert refused(handler.handle("t1", b"{not json")) == "bad_request"
+    assert refused(handler.handle("t1", b'{"type": "Dance", "seat": 1}')) == "bad_request"
+    assert refused(handler.handle("t1", b'{"type": "Act", "seat": "x", "action": "call"}')) == "bad_request"
+    assert refused(handler.handle("bad.id", b'{"type": "Act", "seat": 1, "action": "call"}')) == "bad_request"
+    other = protocol.encode_command(OpenTable(table_id="t9", config=CONFIG))
+    assert refused(handler.handle("t1", other)) == "bad_request"          # names another table
+    assert refused(handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))) == "already_open"
+    assert store.max_notification_id() == length and len(store.appends) == appends
+    assert "nope" not in handler.cache                                    # unknown: not cached
+    # a command id carried out once is refused when replayed
+    act = Act(seat=to_act(table), action="bring_in", command_id="c-1")
+    assert handler.handle("t1", act).ok
+    length = store.max_notification_id()
+    assert refused(handler.handle("t1", act)) == "duplicate_command"
+    assert refused(handler.handle("t1", protocol.encode_command(act))) == "duplicate_command"
+    assert store.max_notification_id() == length
+    assert handler.stats.refused == 10
+
+
+def test_decode_request_reads_the_wire_format() -> None:
+    act = Act(seat=2, action="call", command_id="x")
+    assert decode_request("t1", protocol.encode_command(act)) == act
+
+
+def test_unexpected_exception_answers_internal_and_drops_the_table(
+    store: CountingStore, handler: CommandHandler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_table(handler, "t1")
+    assert "t1" in handler.cache
+    table = replayed(store, "t1")
+    length = store.max_notification_id()
+
+    def boom(self: Table, command: Any) -> list[Any]:
+        raise RuntimeError("a bug")
+
+    with monkeypatch.context() as m:
+        m.setattr(Table, "execute", boom)
+        assert refused(handler.handle("t1", Act(seat=to_act(table), action="bring_in"))) == "internal"
+    assert "t1" not in handler.cache and store.max_notification_id() == length
+    assert handler.handle("t1", Act(seat=to_act(table), action="bring_in")).ok   # reloaded, fine
+    # the store failing: internal, nothing cached that the store does not have
+    store.fail_next = RuntimeError("database down")
+    table = replayed(store, "t1")
+    assert refused(handler.handle("t1", Act(seat=to_act(table), action="call"))) == "internal"
+    assert "t1" not in handler.cache
+    assert handler.handle("t1", Act(seat=to_act(table), action="call")).ok
+
+
+# ------------------------------------------------------------------ two writers
+
+
+def test_a_stale_writer_reloads_and_retries(store: CountingStore) -> None:
+    a = CommandHandler(store, clock=clock, seed=seeded)
+    b = CommandHandler(store, clock=clock, seed=seeded)
+    open_table(a, "t1")
+    table = replayed(store, "t1")
+    b.handle("t1", SitDown(seat=5, player="late"))          # b caches the table, writes
+    assert a.handle("t1", SitDown(seat=6, player="later")).ok   # a was stale: conflict, retried
+    assert a.stats.conflicts == 1
+    assert sorted(replayed(store, "t1").seats) == [0, 1, 5, 6]
+    # a refusal decided on a stale cache is checked against the store first
+    first = to_act(table)
+    assert b.handle("t1", Act(seat=first, action="bring_in")).ok
+    now = replayed(store, "t1")
+    assert a.handle("t1", Act(seat=to_act(now), action="call")).ok    # a thought: not your turn
+    assert len(store.load("t1")) == replayed(store, "t1").version
+
+
+def test_conflict_twice_answers_conflict(store: CountingStore) -> None:
+    a = CommandHandler(store, clock=clock, seed=seeded)
+    b = CommandHandler(store, clock=clock, seed=seeded)
+    open_table(a, "t1")
+    b.handle("t1", SitDown(seat=5, player="x"))
+    writes = iter(range(100))
+
+    def sneak_in() -> None:           # another writer gets in before every append
+        b.handle("t1", SitOut(seat=5, sitting_out=next(writes) % 2 == 0))
+        store.before_append = sneak_in
+
+    store.before_append = sneak_in
+    length = store.max_notification_id()
+    assert refused(a.handle("t1", SitDown(seat=6, player="y"))) == "conflict"
+    store.before_append = None
+    assert 6 not in replayed(store, "t1").seats
+    assert store.max_notification_id() > length      # only the other writer's events
+
+
+# ------------------------------------------------------------------ group commit
+
+
+def test_a_batch_of_tables_is_one_append(store: CountingStore, handler: CommandHandler) -> None:
+    tables = [f"t{k}" for k in range(6)]
+    for t in tables:
+        open_table(handler, t)
+    before = len(store.appends)
+    items: list[tuple[str, Any]] = []
+    for t in tables:
+        items.append((t, Act(seat=to_act(replayed(store, t)), action="bring_in")))
+    items.append(("t0", b"garbage"))                         # refusals ride along
+    items.append(("ghost", Act(seat=0, action="fold")))
+    outcomes = handler.handle_batch(items)
+    assert [o.reply.ok for o in outcomes] == [True] * 6 + [False, False]
+    assert len(store.appends) == before + 1
+    assert sorted(s for s, _, _ in store.appends[-1]) == tables
+    for t, outcome in zip(tables, outcomes):
+        assert outcome.reply.version == replayed(store, t).version
+    assert handler.stats.batch_sizes.get(6) == 1
+
+
+def test_commands_of_one_table_in_a_batch_run_in_order(store: CountingStore, handler: CommandHandler) -> None:
+    handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
+    outcomes = handler.handle_batch([
+        ("t1", SitDown(seat=0, player="a")), ("t1", SitDown(seat=0, player="b")),
+        ("t1", SitDown(seat=1, player="b")),
+    ])
+    assert [o.reply.ok for o in outcomes] == [True, False, True]
+    assert [o.reply.version for o in outcomes] == [2, None, 3]
+    assert store.appends[-1] == [("t1", 1, 2)]
+
+
+def test_a_conflict_in_a_batch_retries_each_command_alone(store: CountingStore) -> None:
+    a = CommandHandler(store, clock=clock, seed=seeded)
+    b = CommandHandler(store, clock=clock, seed=seeded)
+    for t in ("t1", "t2", "t3"):
+        open_table(a, t)
+    b.handle("t2", SitDown(seat=5, player="x"))            # a's t2 is stale now
+    before = len(store.appends)
+    outcomes = a.handle_batch([(t, SitDown(seat=7, player=f"{t}-7")) for t in ("t1", "t2", "t3")])
+    assert all(o.reply.ok for o in outcomes)
+    assert a.stats.conflicts == 1
+    assert [len(x) for x in store.appends[before:]] == [1, 1, 1]   # retried one by one
+    assert sorted(replayed(store, "t2").seats) == [0, 1, 5, 7]
+
+
+def test_the_worker_groups_concurrent_commands_and_serialises_a_table() -> None:
+    store = CountingStore()
+    handler = CommandHandler(store, clock=clock, seed=seeded)
+    tables = [f"t{k}" for k in range(8)]
+    for t in tables:
+        open_table(handler, t)
+    before = len(store.appends)
+    store.delay = 0.02                               # a commit takes a while
+
+    async def main() -> list[protocol.Reply]:
+        worker = StoreWorker(handler)
+        worker.start()
+        futures = []
+        for t in tables:
+            futures.append(worker.submit(t, 0, SitDown(seat=3, player=f"{t}-a")))
+            futures.append(worker.submit(t, 0, SitDown(seat=3, player=f"{t}-b")))   # same seat: after a
+            futures.append(worker.submit(t, 0, SitDown(seat=4, player=f"{t}-b")))
+        replies = list(await asyncio.gather(*futures))
+        assert worker.stats.largest_batch == len(tables)
+        await worker.close()
+        return replies
+
+    replies = asyncio.run(main())
+    assert [r.ok for r in replies] == [True, False, True] * len(tables)
+    assert [r.error.code for r in replies if not r.ok] == ["seat_taken"] * len(tables)
+    assert len(store.appends) - before <= 4          # 16 writes, about 2 commits
+    for t in tables:
+        assert replayed(store, t).seats[3].player == f"{t}-a"
+
+
+def test_the_worker_starts_the_next_hand_after_the_pause() -> None:
+    store = CountingStore()
+    handler = CommandHandler(store, clock=clock, seed=seeded, pause_ms=30)
+    handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
+    for seat in range(2):
+        handler.handle("t1", SitDown(seat=seat, player=f"p{seat}"))
+    handler.handle("t1", BuyIn(seat=0, amount=500))
+
+    async def main() -> None:
+        worker = StoreWorker(handler)
+        worker.start()
+        reply = await worker.submit("t1", 0, BuyIn(seat=1, amount=500))
+        assert reply.ok and replayed(store, "t1").hand is None
+        await asyncio.sleep(0.2)
+        await worker.close()
+
+    asyncio.run(main())
+    assert replayed(store, "t1").hand is not None
+
+
+# ------------------------------------------------------------------ partitions
+
+
+def test_partition_of_is_fnv1a_like_the_nats_server() -> None:
+    assert fnv1a_32(b"") == 0x811C9DC5
+    assert fnv1a_32(b"a") == 0xE40C292C                      # the published FNV-1a vector
+    assert partition_of("table-0") == fnv1a_32(b"table-0") % 16
+    assert {partition_of(f"t{k}") for k in range(200)} == set(range(16))
+    assert store_of_table("t7", 1) == 0
+    assert spread([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
+
+
+def test_version_conflict_is_the_store_port() -> None:
+    s = InMemoryEventStore()
+    s.append([("x", 0, [TableOpened(table_id="x", config=CONFIG)])])
+    with pytest.raises(VersionConflict):
+        s.append([("x", 0, [TableOpened(table_id="x", config=CONFIG)])])
+    assert msgspec.json.decode(protocol.ok(3)) == {"ok": True, "version": 3}
