@@ -1,0 +1,251 @@
+"""How fast does the room play? Bots over NATS, beside the machine's own ceiling.
+
+    studroom bench room [--seconds N] [--tables K] [--bots-per-table B] [--stores-n N]
+
+Against ``STUDROOM_NATS_URL`` / ``STUDROOM_DATABASE_URL`` if set, else embedded
+servers in a temporary folder (default server settings: fsync and synchronous
+commit on), removed afterwards.
+
+Baseline, measured in the same run on the same servers:
+
+* bare commits/s: single-row ``INSERT`` commits per second over psycopg, one
+  connection, autocommit (what one event store could do if a command were a row);
+* bare NATS round trips/s: request/reply to a trivial responder, one requester,
+  one request at a time.
+
+Then, for 1 and 2 table-service instances and 1 and N event stores, K tables with
+instant bots (pace 0) play for N seconds: actions/s (accepted Act/Show/Muck/PostAnte),
+p50/p99 command latency measured in the bots (request -> reply), events stored per
+second, hands/s.  The goal from the issue: actions/s >= half the bare commit rate;
+p99 <= 20 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+import psycopg
+from psycopg import sql
+from studroom.services import room as room_mod
+from studroom.services.config import Settings
+
+
+@dataclass
+class Row:
+    name: str
+    instances: int
+    stores: int
+    seconds: float
+    actions: int
+    hands: int
+    events: int
+    errors: int
+    p50: float
+    p99: float
+    problems: list[str]
+
+    @property
+    def actions_per_s(self) -> float:
+        return self.actions / self.seconds if self.seconds else 0.0
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.seconds if self.seconds else 0.0
+
+    @property
+    def hands_per_s(self) -> float:
+        return self.hands / self.seconds if self.seconds else 0.0
+
+
+# ------------------------------------------------------------------------- baselines
+
+
+def bare_commits_per_second(database_url: str, seconds: float) -> float:
+    """Single-row INSERT commits per second, one psycopg connection, autocommit."""
+    table = f"bench_bare_{uuid.uuid4().hex[:8]}"
+    payload = msgspec.json.encode({"type": "Acted", "seat": 3, "action": "call", "amount": 20})
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        name = sql.Identifier(table)
+        conn.execute(sql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, data bytea)").format(name))
+        insert = sql.SQL("INSERT INTO {} (data) VALUES (%s)").format(name)
+        try:
+            for _ in range(20):                     # warm up
+                conn.execute(insert, (payload,), prepare=True)
+            done, started = 0, time.perf_counter()
+            while (elapsed := time.perf_counter() - started) < seconds:
+                for _ in range(10):
+                    conn.execute(insert, (payload,), prepare=True)
+                done += 10
+            return done / elapsed
+        finally:
+            conn.execute(sql.SQL("DROP TABLE {}").format(name))
+
+
+async def bare_nats_round_trips(nats_url: str, seconds: float) -> float:
+    """Request/reply round trips per second to a trivial responder (one at a time)."""
+    import nats
+
+    server = await nats.connect(nats_url, name="studroom-bench-responder")
+    client = await nats.connect(nats_url, name="studroom-bench-requester")
+    subject = f"studroom.bench.echo.{uuid.uuid4().hex[:8]}"
+
+    async def echo(msg: Any) -> None:
+        await msg.respond(b'{"ok":true}')
+
+    await server.subscribe(subject, cb=echo)
+    await server.flush()
+    try:
+        body = b'{"type":"Act","seat":3,"action":"call"}'
+        for _ in range(50):
+            await client.request(subject, body, timeout=2)
+        done, started = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - started) < seconds:
+            for _ in range(50):
+                await client.request(subject, body, timeout=2)
+            done += 50
+        return done / elapsed
+    finally:
+        await client.close()
+        await server.close()
+
+
+# ------------------------------------------------------------------------ the room
+
+
+async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan],
+                schemas: list[str], seconds: float) -> tuple[float, int, int, int, list[float], int]:
+    """Start the bots, then measure for ``seconds``: (elapsed, actions, hands, errors,
+    latencies, events stored)."""
+    room = room_mod.Room(nats_url, plans, pace_ms=0, seed=1)
+    try:
+        await room.start()
+        stats = room.stats
+        await asyncio.sleep(1.0)                     # warm up
+        before = await asyncio.to_thread(room_mod.events_stored, database_url, schemas)
+        actions, hands, errors = stats.actions, stats.hands, stats.errors
+        stats.latencies.clear()
+        started = time.perf_counter()
+        await asyncio.sleep(seconds)
+        elapsed = time.perf_counter() - started
+        result = (elapsed, stats.actions - actions, stats.hands - hands, stats.errors - errors,
+                  list(stats.latencies))
+        after = await asyncio.to_thread(room_mod.events_stored, database_url, schemas)
+        return (*result, after - before)
+    finally:
+        await room.stop()
+
+
+def measure(nats_url: str, database_url: str, env: dict[str, str], log_dir: Path, *,
+            instances: int, stores: int, tables: int, bots_per_table: int, seconds: float,
+            prefix: str) -> Row:
+    schemas = room_mod.store_schemas(stores)
+    ids = room_mod.table_ids(tables, prefix=prefix)
+    plans = room_mod.plan_tables(ids, bots_per_table, {})
+    services = room_mod.Services(env, log_dir, instances=instances, stores=stores, name=prefix)
+    services.start()
+    problems: list[str] = []
+    try:
+        elapsed, actions, hands, errors, latencies, events = asyncio.run(
+            _play(nats_url, database_url, plans, schemas, seconds))
+        problems += services.dead()
+    finally:
+        problems += services.stop()
+    name = f"{instances} service{'s' if instances > 1 else ''}, {stores} store{'s' if stores > 1 else ''}"
+    return Row(name, instances, stores, elapsed, actions, hands, events, errors,
+               room_mod.percentile(latencies, 50), room_mod.percentile(latencies, 99), problems)
+
+
+def bench(settings: Settings, *, seconds: float, tables: int, bots_per_table: int,
+          stores_n: int, out: IO[str] = sys.stdout) -> list[Row]:
+    from studroom.services.embedded import servers
+
+    def say(text: str) -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    temporary = None
+    if settings.embedded_nats or settings.embedded_postgres:
+        temporary = Path(tempfile.mkdtemp(prefix="studroom-bench-room-"))
+        settings = dataclasses.replace(settings, data_dir=temporary)
+    try:
+        with servers(settings) as (nats_url, database_url):
+            env = room_mod.child_env(nats_url, database_url, settings.data_dir)
+            log_dir = settings.data_dir / "logs" / "bench_room"
+            say(f"bench room: {tables} tables x {bots_per_table} instant bots, {seconds:g} s per row")
+            commit_rate = bare_commits_per_second(database_url, min(seconds, 5.0))
+            nats_rate = asyncio.run(bare_nats_round_trips(nats_url, min(seconds, 5.0)))
+            rows = []
+            run_id = uuid.uuid4().hex[:4]
+            for instances in (1, 2):
+                for stores in sorted({1, stores_n}):
+                    prefix = f"b{run_id}i{instances}s{stores}t"
+                    say(f"  running: {instances} table service(s), {stores} store(s) ...")
+                    rows.append(measure(
+                        nats_url, database_url, env, log_dir, instances=instances, stores=stores,
+                        tables=tables, bots_per_table=bots_per_table, seconds=seconds,
+                        prefix=prefix))
+            report(rows, commit_rate, nats_rate, out)
+            return rows
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) -> None:
+    def say(text: str) -> None:
+        out.write(text + "\n")
+
+    say("")
+    say(f"baseline: bare INSERT commits/s (psycopg, 1 connection) {commit_rate:10.0f}")
+    say(f"          bare NATS request/reply round trips/s          {nats_rate:10.0f}")
+    say("")
+    header = (f"{'configuration':<22} {'actions/s':>10} {'p50 ms':>7} {'p99 ms':>7} "
+              f"{'events/s':>9} {'hands/s':>8} {'errors':>6} {'÷ commits':>10} {'÷ NATS':>7}")
+    say(header)
+    say("-" * len(header))
+    for row in rows:
+        say(f"{row.name:<22} {row.actions_per_s:>10.0f} {row.p50 * 1000:>7.1f} "
+            f"{row.p99 * 1000:>7.1f} {row.events_per_s:>9.0f} {row.hands_per_s:>8.1f} "
+            f"{row.errors:>6} {row.actions_per_s / commit_rate:>10.2f} "
+            f"{row.actions_per_s / nats_rate:>7.3f}")
+        for problem in row.problems:
+            say(f"    problem: {problem}")
+    best = max(rows, key=lambda r: r.actions_per_s)
+    say("")
+    say(f"goal: actions/s >= half the bare commit rate ({commit_rate / 2:.0f}): best "
+        f"{best.actions_per_s:.0f} ({best.name}) -> {'met' if best.actions_per_s >= commit_rate / 2 else 'NOT met'}")
+    p99_ok = [r.name for r in rows if r.p99 * 1000 <= 20]
+    say(f"goal: p99 <= 20 ms: {'met by ' + ', '.join(p99_ok) if p99_ok else 'NOT met'}")
+    out.flush()
+
+
+def cli(args: Any) -> int:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    rows = bench(Settings.from_env(), seconds=args.seconds, tables=args.tables,
+                 bots_per_table=args.bots_per_table, stores_n=args.stores_n)
+    return 0 if all(not r.problems for r in rows) else 1
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench_room")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--tables", type=int, default=16)
+    parser.add_argument("--bots-per-table", type=int, default=4)
+    parser.add_argument("--stores-n", type=int, default=4)
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(cli(parser.parse_args()))
