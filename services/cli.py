@@ -90,6 +90,7 @@ def _add_room_commands(commands: argparse._SubParsersAction) -> None:
     room.add_argument("--pace", type=int, default=0, metavar="MS", help="bots think this long (default 0)")
     room.add_argument("--data-dir", default=None, help="embedded servers' data (default .studroom/ or STUDROOM_DATA_DIR)")
     room.add_argument("--quiet", action="store_true", help="no progress line")
+    room.add_argument("--no-timers", action="store_true", help="no timer service (absent players never time out)")
     room.set_defaults(run=_room)
 
     serve = _subcommands(commands, "serve", "run one service on its own")
