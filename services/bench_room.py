@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import shutil
 import sys
 import tempfile
@@ -54,6 +55,7 @@ class Row:
     p50: float
     p99: float
     problems: list[str]
+    cpu: dict[str, float] = dataclasses.field(default_factory=dict)   # CPU seconds by part
 
     @property
     def actions_per_s(self) -> float:
@@ -120,13 +122,68 @@ async def bare_nats_round_trips(nats_url: str, seconds: float) -> float:
         await server.close()
 
 
+# ----------------------------------------------------------------------- CPU time
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry.name))
+    return found
+
+
+def _pid_from(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class CpuMeter:
+    """CPU seconds used by each part of the room: table services, relay, the bots
+    (this process), and the embedded NATS and PostgreSQL (server + backends)."""
+
+    def __init__(self, services: room_mod.Services, data_dir: Path | None) -> None:
+        self.services = services
+        self.nats_pid = _pid_from(data_dir / "nats" / "nats.pid") if data_dir else None
+        self.pg_pid = _pid_from(data_dir / "postgres" / "pgdata" / "postmaster.pid") if data_dir else None
+
+    def sample(self) -> dict[str, float]:
+        out = {"table service": 0.0, "relay": 0.0}
+        for name, proc, _ in self.services.procs:
+            out["relay" if name.endswith("relay") else "table service"] += _proc_cpu(proc.pid)
+        out["bots"] = time.process_time()
+        if self.nats_pid:
+            out["nats"] = _proc_cpu(self.nats_pid)
+        if self.pg_pid:
+            out["postgres"] = sum(_proc_cpu(p) for p in [self.pg_pid, *_children(self.pg_pid)])
+        return out
+
+
 # ------------------------------------------------------------------------ the room
 
 
 async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan],
-                schemas: list[str], seconds: float) -> tuple[float, int, int, int, list[float], int]:
+                schemas: list[str], seconds: float, cpu: CpuMeter,
+                ) -> tuple[float, int, int, int, list[float], int, dict[str, float]]:
     """Start the bots, then measure for ``seconds``: (elapsed, actions, hands, errors,
-    latencies, events stored)."""
+    latencies, events stored, CPU seconds by part)."""
     room = room_mod.Room(nats_url, plans, pace_ms=0, seed=1)
     try:
         await room.start()
@@ -135,20 +192,23 @@ async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan
         before = await asyncio.to_thread(room_mod.events_stored, database_url, schemas)
         actions, hands, errors = stats.actions, stats.hands, stats.errors
         stats.latencies.clear()
+        cpu_before = cpu.sample()
         started = time.perf_counter()
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - started
+        cpu_after = cpu.sample()
         result = (elapsed, stats.actions - actions, stats.hands - hands, stats.errors - errors,
                   list(stats.latencies))
         after = await asyncio.to_thread(room_mod.events_stored, database_url, schemas)
-        return (*result, after - before)
+        used = {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}
+        return (*result, after - before, used)
     finally:
         await room.stop()
 
 
 def measure(nats_url: str, database_url: str, env: dict[str, str], log_dir: Path, *,
             instances: int, stores: int, tables: int, bots_per_table: int, seconds: float,
-            prefix: str) -> Row:
+            prefix: str, data_dir: Path | None = None) -> Row:
     schemas = room_mod.store_schemas(stores)
     ids = room_mod.table_ids(tables, prefix=prefix)
     plans = room_mod.plan_tables(ids, bots_per_table, {})
@@ -156,14 +216,16 @@ def measure(nats_url: str, database_url: str, env: dict[str, str], log_dir: Path
     services.start()
     problems: list[str] = []
     try:
-        elapsed, actions, hands, errors, latencies, events = asyncio.run(
-            _play(nats_url, database_url, plans, schemas, seconds))
+        cpu = CpuMeter(services, data_dir)
+        elapsed, actions, hands, errors, latencies, events, used = asyncio.run(
+            _play(nats_url, database_url, plans, schemas, seconds, cpu))
         problems += services.dead()
     finally:
         problems += services.stop()
     name = f"{instances} service{'s' if instances > 1 else ''}, {stores} store{'s' if stores > 1 else ''}"
     return Row(name, instances, stores, elapsed, actions, hands, events, errors,
-               room_mod.percentile(latencies, 50), room_mod.percentile(latencies, 99), problems)
+               room_mod.percentile(latencies, 50), room_mod.percentile(latencies, 99), problems,
+               used)
 
 
 def bench(settings: Settings, *, seconds: float, tables: int, bots_per_table: int,
@@ -194,7 +256,7 @@ def bench(settings: Settings, *, seconds: float, tables: int, bots_per_table: in
                     rows.append(measure(
                         nats_url, database_url, env, log_dir, instances=instances, stores=stores,
                         tables=tables, bots_per_table=bots_per_table, seconds=seconds,
-                        prefix=prefix))
+                        prefix=prefix, data_dir=settings.data_dir))
             report(rows, commit_rate, nats_rate, out)
             return rows
     finally:
@@ -221,6 +283,19 @@ def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) 
             f"{row.actions_per_s / nats_rate:>7.3f}")
         for problem in row.problems:
             say(f"    problem: {problem}")
+    parts = [p for p in ("table service", "relay", "bots", "nats", "postgres")
+             if any(p in r.cpu for r in rows)]
+    if parts and any(r.cpu for r in rows):
+        cores = os.cpu_count() or 1
+        say("")
+        say(f"CPU per action (ms) and machine use ({cores} CPUs), measured from /proc:")
+        header = f"{'configuration':<22} " + " ".join(f"{p:>13}" for p in parts) + f" {'machine':>8}"
+        say(header)
+        say("-" * len(header))
+        for row in rows:
+            per = [row.cpu.get(p, 0.0) * 1000 / max(row.actions, 1) for p in parts]
+            busy = sum(row.cpu.values()) / (row.seconds * cores) if row.seconds else 0.0
+            say(f"{row.name:<22} " + " ".join(f"{v:>13.2f}" for v in per) + f" {busy:>7.0%}")
     best = max(rows, key=lambda r: r.actions_per_s)
     say("")
     say(f"goal: actions/s >= half the bare commit rate ({commit_rate / 2:.0f}): best "

@@ -52,6 +52,7 @@ import msgspec
 from studroom.domain.commands import (
     BuyIn,
     Command,
+    Leave,
     PostAnte,
     Show,
     SitDown,
@@ -222,6 +223,13 @@ class Bot:
                 await self._send(SitOut(seat=self.seat, sitting_out=False), quiet={"no_change"})
         await self._recover()
         self._watchdog = asyncio.create_task(self._watch())
+
+    async def leave(self) -> None:
+        """Give the seat up (cashed out now, or when the hand in play ends)."""
+        if self.seated:
+            reply = await self._send(Leave(seat=self.seat), quiet={"unknown_seat", "already_leaving"})
+            if reply is not None and reply.ok:
+                self.seated = False
 
     def pause(self) -> None:
         """Stop answering and buying (it still records what it receives)."""
@@ -547,6 +555,8 @@ async def serve_bot(nats_url: str, table_id: str, seat: int, player: str, *, pac
             raise SystemExit(f"{player} could not sit down in seat {seat} of {table_id}")
         log.info("%s plays seat %d of %s", player, seat, table_id)
         await stop.wait()
+        bot.pause()
+        await bot.leave()         # nobody plays this seat any more
     finally:
         await bot.stop()
         await nc.drain()

@@ -8,7 +8,8 @@
    ``STUDROOM_DATABASE_URL`` name external ones.
 2. Services, each its own process (``python -m studroom.services.cli serve ...``):
    ``I`` table-service instances (they share the partitions through their KV
-   lease) over ``S`` event stores, and the relay.  Their logs go to
+   lease) over ``S`` event stores, the relay, and the timer service (a player who
+   does not answer in time is timed out; ``--no-timers`` leaves it out).  Their logs go to
    ``<data dir>/logs/``.  They run in their own session: Ctrl-C reaches the room
    only, and the room stops them in order (SIGTERM).
 3. Tables ``t01`` .. ``tNN`` (the games in turn: seven card stud, its hi/lo
@@ -195,13 +196,14 @@ class Services:
     """The table-service instances and the relay, as child processes."""
 
     def __init__(self, env: dict[str, str], log_dir: Path, *, instances: int, stores: int,
-                 relay: bool = True, name: str = "room", schema_prefix: str | None = None,
-                 lease_bucket: str | None = None) -> None:
+                 relay: bool = True, timers: bool = False, name: str = "room",
+                 schema_prefix: str | None = None, lease_bucket: str | None = None) -> None:
         self.env = env
         self.log_dir = log_dir
         self.instances = instances
         self.stores = stores
         self.relay = relay
+        self.timers = timers and timer_service_available()
         self.name = name
         self.schema_prefix = schema_prefix      # tests: stores of their own
         self.lease_bucket = lease_bucket
@@ -225,6 +227,10 @@ class Services:
                          *table_args])
         if self.relay:
             self._spawn(f"{self.name}-relay", [*python, "studroom.services.relay", *relay_args])
+        if self.timers:
+            self._spawn(f"{self.name}-timer", [*python, "studroom.services.timer_service",
+                                               "--instance-id", f"{self.name}-timer",
+                                               "--log-level", "WARNING"])
 
     def _spawn(self, name: str, command: list[str]) -> None:
         log_file = (self.log_dir / f"{name}.log").open("ab")
@@ -267,6 +273,12 @@ class Services:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def timer_service_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("studroom.services.timer_service") is not None
 
 
 def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
@@ -526,6 +538,7 @@ class RoomOptions:
     stores: int = 1
     pace_ms: int = 0
     progress: bool = True
+    timers: bool = True           # the timer service: turns of absent players time out
 
 
 def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> int:
@@ -544,12 +557,13 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         reused = sum(1 for p in plans if p.table_id in existing)
         say(f"{len(plans)} tables ({reused} reused), {sum(len(p.seats) for p in plans)} bots, "
             f"{options.instances} table service(s), {options.stores} store(s), "
+            f"relay{', timer service' if services_timers(options) else ''}, "
             f"pace {options.pace_ms} ms" + ("" if options.seconds is None else
                                              f", for {options.seconds:g} s")
             + "; Ctrl-C stops")
         services = Services(child_env(nats_url, database_url, settings.data_dir),
                             settings.data_dir / "logs", instances=options.instances,
-                            stores=options.stores)
+                            stores=options.stores, timers=options.timers)
         services.start()
         problems: list[str] = []
         result: RoomResult | None = None
@@ -578,6 +592,10 @@ async def _play_until_signal(nats_url: str, plans: Sequence[TablePlan], options:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+def services_timers(options: RoomOptions) -> bool:
+    return options.timers and timer_service_available()
 
 
 def _summary(say: Any, result: RoomResult | None, before: int, after: int, chips: ChipCheck,
@@ -630,7 +648,7 @@ def cli(args: Any) -> int:
     options = RoomOptions(
         tables=args.tables, bots_per_table=args.bots_per_table, seconds=args.seconds,
         instances=args.instances, stores=args.stores, pace_ms=args.pace,
-        progress=not args.quiet,
+        progress=not args.quiet, timers=not getattr(args, "no_timers", False),
     )
     try:
         return run(settings, options)
