@@ -64,8 +64,10 @@ class TableDriver:
         stack: int = 1000,
         rng: random.Random | None = None,
         config: TableConfig | None = None,
+        tolerate: frozenset[str] = frozenset(),
     ) -> None:
         self.client = client
+        self.tolerate = tolerate | {"must_show"}   # refusals that are not errors
         self.store = store
         self.table_id = table_id
         self.players = players
@@ -84,7 +86,7 @@ class TableDriver:
         reply = await self.client.send(self.table_id, command)
         self.latencies.append(time.perf_counter() - started)
         self.sent += 1
-        if not reply.ok and reply.error is not None and reply.error.code != "must_show":
+        if not reply.ok and reply.error is not None and reply.error.code not in self.tolerate:
             self.errors.append((type(command).__name__, reply.error.code, reply.error.message))
         return reply
 
@@ -93,7 +95,7 @@ class TableDriver:
         for seat in range(self.players):
             replies.append(await self.request(SitDown(seat=seat, player=f"{self.table_id}-p{seat}")))
             replies.append(await self.request(BuyIn(seat=seat, amount=self.stack)))
-        bad = [r for r in replies if not r.ok]
+        bad = [r for r in replies if not r.ok and r.error is not None and r.error.code not in self.tolerate]
         if bad:
             raise RuntimeError(f"setting up {self.table_id} failed: {bad}")
 

@@ -475,6 +475,11 @@ class TableService:
         except (ValueError, IndexError):
             await self._answer(reply_to, error_reply(BAD_REQUEST, f"bad subject {msg.subject!r}"))
             return
+        if partition_of(table_id, self.partitions) != partition:
+            # published to a partition subject directly, past the server's mapping
+            await self._answer(reply_to, error_reply(
+                BAD_REQUEST, f"table {table_id!r} is not in partition {partition}; send to {subjects.PREFIX}.cmd.<table>"))
+            return
         if not self.serves(partition):
             await self._answer(reply_to, error_reply(UNAVAILABLE, "this instance no longer serves the table; try again"))
             return
