@@ -84,6 +84,38 @@ def store_schemas(stores: int, prefix: str | None = None) -> list[str]:
     return [store_schema(j, prefix or STORE_SCHEMA_PREFIX) for j in range(stores)]
 
 
+def store_layout_problem(database_url: str, stores: int) -> str | None:
+    """Tables stored under another number of stores would be looked for in the wrong
+    store (and opened anew there): say so, or None when the layout fits."""
+    import re
+
+    import psycopg
+    from studroom.services.partitions import (
+        STORE_SCHEMA_PREFIX,
+        store_of_table,
+        store_schema,
+    )
+
+    pattern = re.compile(re.escape(STORE_SCHEMA_PREFIX) + r"(\d+)$")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'events'"
+        ).fetchall()
+    found = sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.match(schema)))
+    misplaced = []
+    for index in found:
+        for store in open_stores(database_url, [store_schema(index)]):
+            try:
+                misplaced += [t for t in stream_ids(store) if store_of_table(t, stores) != index]
+            finally:
+                store.close()
+    if not misplaced:
+        return None
+    return (f"{len(misplaced)} stored tables (e.g. {misplaced[0]}) live in other event stores "
+            f"than --stores {stores} puts them; start with the number of stores they were "
+            f"written with (store schemas found: {', '.join(store_schema(i) for i in found)})")
+
+
 def open_stores(database_url: str, schemas: Sequence[str]) -> list[Any]:
     from studroom.domain.events import TableEvent
     from studroom.services.event_store import PostgresEventStore, register_event_types
@@ -551,6 +583,10 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
     with servers(settings) as (nats_url, database_url):
         say(f"studroom room: NATS {nats_url}, PostgreSQL {_safe_url(database_url)}, "
             f"data {settings.data_dir}")
+        problem = store_layout_problem(database_url, options.stores)
+        if problem:
+            say(f"studroom room: {problem}")
+            return 2
         existing = load_tables(database_url, schemas)
         before = events_stored(database_url, schemas)
         plans = plan_tables(ids, options.bots_per_table, existing)
