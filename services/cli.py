@@ -132,6 +132,39 @@ def _add_table_commands(commands: argparse._SubParsersAction) -> None:
     table.set_defaults(run=_serve_table)
 
 
+def _serve_timer(args: argparse.Namespace) -> int:
+    from studroom.services import timer_service
+
+    return timer_service.cli(args)
+
+
+def _bench_timer(args: argparse.Namespace) -> int:
+    from studroom.services import bench_timer
+
+    return bench_timer.cli(args)
+
+
+def _add_timer_commands(commands: argparse._SubParsersAction) -> None:
+    """``serve timer`` and ``bench timer`` (as ``python -m studroom.services.timer_service``
+    and ``python -m studroom.services.bench_timer``)."""
+    serve = _subcommands(commands, "serve", "run one service on its own")
+    timer = serve.add_parser("timer", help="the timer service: times out turns at their deadline")
+    timer.add_argument("--instance-id", default=None, help="name in logs (default: host-pid)")
+    timer.add_argument("--replicas", type=int, default=1,
+                       help="replicas of the timer stream and bucket when created (production: 3)")
+    timer.add_argument("--stats-every", type=float, default=30.0, metavar="SECONDS",
+                       help="log the counters this often (0: never; default 30)")
+    timer.add_argument("--log-level", default="INFO")
+    timer.set_defaults(run=_serve_timer)
+
+    bench = _subcommands(commands, "bench", "benchmarks, beside a baseline measured in the same run")
+    bench_timer = bench.add_parser("timer", help="timeouts/s and lateness with N concurrent deadlines")
+    bench_timer.add_argument("--timers", type=int, default=1000, help="concurrent deadlines (default 1000)")
+    bench_timer.add_argument("--lead", type=float, default=2.0,
+                             help="seconds between scheduling and the first deadline (default 2)")
+    bench_timer.set_defaults(run=_bench_timer)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -151,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_room_commands(commands)
     _add_table_commands(commands)
+    _add_timer_commands(commands)
     return parser
 
 
