@@ -1,0 +1,351 @@
+"""Benchmark of the timer service: timeouts per second and how late they come.
+
+    python -m studroom.services.bench_timer [--timers 1000] [--lead 2.0]
+    studroom bench timer [--timers 1000]
+
+Runs on an embedded NATS server in a temporary folder (``STUDROOM_NATS_URL`` names
+another one; never the machine's 4222).  The table is a FAKE: a responder on the
+command subjects that answers ``ok`` at once, so the figures are the timer path itself
+(JetStream schedule -> fired message -> durable pull consumer -> Timeout request ->
+reply -> ack), not the table service or PostgreSQL.
+
+Rows, all measured in the same run:
+
+* baseline ``JetStream publish + consume + ack``: N messages into a plain stream,
+  consumed by the same continuous pull loop the service uses; latency = receive time
+  minus publish time;
+* baseline ``request/reply to the fake table``: N concurrent core NATS requests;
+* ``timers due at one instant``: N schedules (N tables) all due at the same
+  millisecond, published ``--lead`` seconds ahead;
+* ``timers due over one second (paced)``: N schedules with deadlines spread over 1 s
+  (the rate is the deadlines' pace; the lateness is what a busy room sees: the
+  server's scheduler runs at most every 250 ms, so timers come 0..250 ms late);
+* ``TurnStarted -> Timeout (whole service)``: N ``TurnStarted`` events published on a
+  stand-in for the relay's public stream; the service schedules, the server fires, the
+  service sends the Timeout.
+
+Lateness columns: ``fire`` = the fired message's JetStream timestamp minus the deadline
+(the server's scheduler); ``done`` = the fake table's reply received minus the
+deadline.  Rate = timers completed / (last reply - first deadline) for the timer rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import nats
+from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
+from studroom.domain.commands import Timeout
+from studroom.domain.events import TurnStarted
+from studroom.services import protocol, subjects
+from studroom.services.config import Settings
+from studroom.services.timer_service import (
+    PullLoop,
+    TimerPayload,
+    TimerService,
+    now_ms,
+    schedule_headers,
+)
+
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass
+class Row:
+    what: str
+    count: int
+    seconds: float
+    fire: list[float]          # ms late (server fire stamp - deadline); empty for baselines
+    done: list[float]          # ms: reply - deadline (timers) or latency (baselines)
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds if self.seconds > 0 else float("inf")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def render(rows: list[Row], header: str) -> str:
+    lines = [header, ""]
+    title = (f"{'what':<44} {'n':>6} {'per s':>9}   {'fire p50':>8} {'p99':>7}   "
+             f"{'done/lat p50':>12} {'p99':>7} {'max':>7}")
+    lines += [title, "-" * len(title)]
+    for row in rows:
+        fire = (f"{percentile(row.fire, 50):8.1f} {percentile(row.fire, 99):7.1f}" if row.fire
+                else f"{'-':>8} {'-':>7}")
+        lines.append(
+            f"{row.what:<44} {row.count:>6} {row.rate:>9.0f}   {fire}   "
+            f"{percentile(row.done, 50):12.1f} {percentile(row.done, 99):7.1f} "
+            f"{max(row.done) if row.done else float('nan'):7.1f}")
+    lines.append("")
+    lines.append("per s: completed / (last reply - first deadline); a paced row is limited by its "
+                 "deadlines, not by the service.")
+    lines.append("ms; fire = fired message's JetStream stamp - deadline (the server's scheduler wakes "
+                 "at most every 250 ms);")
+    lines.append("done = fake table's reply received - deadline; baselines: lat = receive - send.")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- pieces
+
+
+class FakeTable:
+    """Answers every table command ``ok`` at once (counts them)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self._subs: list[Any] = []
+
+    async def start(self, nc: Any) -> None:
+        reply = protocol.ok(1)
+
+        async def answer(msg: Any) -> None:
+            self.requests += 1
+            await msg.respond(reply)
+
+        # Mapped (studroom.cmd.<t> -> studroom.pcmd.<p>.<t>) and unmapped servers.
+        for subject in ("studroom.pcmd.*.*", "studroom.cmd.*"):
+            self._subs.append(await nc.subscribe(subject, cb=answer))
+        await nc.flush()
+
+
+class Completions:
+    """Collects the service's finished timers of one scenario."""
+
+    def __init__(self, prefix: str, expected: int) -> None:
+        self.prefix = prefix
+        self.expected = expected
+        self.fire: list[float] = []
+        self.done: list[float] = []
+        self.last_done_ms = 0.0
+        self.outcomes: dict[str, int] = {}
+        self.finished = asyncio.Event()
+
+    def __call__(self, timer: TimerPayload, outcome: str, fired_ms: int | None) -> None:
+        if not timer.table_id.startswith(self.prefix):
+            return
+        done = time.time() * 1000
+        self.last_done_ms = max(self.last_done_ms, done)
+        if fired_ms is not None:
+            self.fire.append(fired_ms - timer.deadline_ms)
+        self.done.append(done - timer.deadline_ms)
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if len(self.done) >= self.expected:
+            self.finished.set()
+
+
+async def _gather_limited(coros: list[Any], limit: int = 256) -> None:
+    semaphore = asyncio.Semaphore(limit)
+
+    async def one(coro: Any) -> None:
+        async with semaphore:
+            await coro
+
+    await asyncio.gather(*(one(c) for c in coros))
+
+
+# ---------------------------------------------------------------------- baselines
+
+
+async def baseline_jetstream(nc: Any, n: int) -> Row:
+    js = nc.jetstream()
+    with contextlib.suppress(Exception):
+        await js.delete_stream("BENCH_BASELINE")
+    await js.add_stream(StreamConfig(name="BENCH_BASELINE", subjects=["bench.base.*"],
+                                     storage=StorageType.FILE))
+    await js.add_consumer("BENCH_BASELINE", ConsumerConfig(
+        durable_name="base", ack_policy=AckPolicy.EXPLICIT, max_ack_pending=20_000))
+    latencies: list[float] = []
+    finished = asyncio.Event()
+
+    async def handle(msg: Any) -> None:
+        sent = float(msg.data)
+        latencies.append(time.time() * 1000 - sent)
+        await msg.ack()
+        if len(latencies) >= n:
+            finished.set()
+
+    stop = asyncio.Event()
+    loop = PullLoop(nc, "BENCH_BASELINE", "base", handle, max_inflight=512)
+    runner = asyncio.create_task(loop.run(stop))
+    start = time.perf_counter()
+    await _gather_limited([
+        js.publish(f"bench.base.{i % 100}", str(time.time() * 1000).encode()) for i in range(n)])
+    await asyncio.wait_for(finished.wait(), 60)
+    seconds = time.perf_counter() - start
+    stop.set()
+    await runner
+    await js.delete_stream("BENCH_BASELINE")
+    return Row("baseline: JetStream publish + consume + ack", n, seconds, [], latencies)
+
+
+async def baseline_request_reply(nc: Any, n: int) -> Row:
+    latencies: list[float] = []
+    data = protocol.encode_command(Timeout(turn=1, seat=0, command_id="timeout-1"))
+
+    async def one(i: int) -> None:
+        started = time.perf_counter()
+        await nc.request(subjects.command(f"base{i}"), data, timeout=10)
+        latencies.append((time.perf_counter() - started) * 1000)
+
+    start = time.perf_counter()
+    await _gather_limited([one(i) for i in range(n)])
+    return Row("baseline: request/reply to the fake table", n, time.perf_counter() - start, [],
+               latencies)
+
+
+# ---------------------------------------------------------------------- scenarios
+
+
+async def timers_direct(nc: Any, service: TimerService, n: int, lead: float, spread_ms: int,
+                        what: str, tag: str) -> Row:
+    js = nc.jetstream()
+    prefix = f"bt{tag}{int(time.time())}x"
+    done = Completions(prefix, n)
+    service.on_fire_done = done
+    base = now_ms() + int(lead * 1000)
+    deadlines = [base + (i * spread_ms // n if spread_ms else 0) for i in range(n)]
+    coros = []
+    for i, deadline in enumerate(deadlines):
+        table_id = f"{prefix}{i}"
+        payload = _encode(TimerPayload(table_id=table_id, turn=1, deadline_ms=deadline, seat=0))
+        coros.append(js.publish(subjects.timer_schedule(table_id), payload,
+                                headers=schedule_headers(table_id, deadline)))
+    published = time.perf_counter()
+    await _gather_limited(coros)
+    publish_s = time.perf_counter() - published
+    if now_ms() > base:
+        raise RuntimeError(f"scheduling {n} timers took {publish_s:.1f}s: raise --lead")
+    await asyncio.wait_for(done.finished.wait(), lead + spread_ms / 1000 + 60)
+    seconds = (done.last_done_ms - base) / 1000
+    return Row(what, n, seconds, done.fire, done.done)
+
+
+async def timers_via_public(nc: Any, service: TimerService, n: int, lead: float) -> Row:
+    js = nc.jetstream()
+    prefix = f"btp{int(time.time())}x"
+    done = Completions(prefix, n)
+    service.on_fire_done = done
+    base = now_ms() + int(lead * 1000)
+    coros = []
+    for i in range(n):
+        event = TurnStarted(turn=1, seat=0, kind="act", deadline_ms=base, options=["fold", "call"])
+        coros.append(js.publish(subjects.public_events(f"{prefix}{i}"), _encode(event),
+                                headers={"Studroom-Event": "TurnStarted"}))
+    await _gather_limited(coros)
+    await asyncio.wait_for(done.finished.wait(), lead + 60)
+    seconds = (done.last_done_ms - base) / 1000
+    return Row("TurnStarted -> Timeout (whole service)", n, seconds, done.fire, done.done)
+
+
+# --------------------------------------------------------------------------- run
+
+
+async def run(nats_url: str, timers: int, lead: float) -> list[Row]:
+    nc = await nats.connect(nats_url, name="studroom-bench-timer")
+    try:
+        js = nc.jetstream()
+        table = FakeTable()
+        await table.start(nc)
+        # A stand-in for the relay's public stream (the bench's own server only).
+        with contextlib.suppress(Exception):
+            await js.add_stream(StreamConfig(name=subjects.PUBLIC_STREAM,
+                                             subjects=[subjects.all_public_events()],
+                                             storage=StorageType.FILE))
+        rows = [await baseline_jetstream(nc, timers), await baseline_request_reply(nc, timers)]
+        service_nc = await nats.connect(nats_url, name="studroom-bench-timer-service")
+        service = TimerService(service_nc, instance_id="bench", max_inflight=1024)
+        await service.setup()
+        stop = asyncio.Event()
+        runner = asyncio.create_task(service.run(stop))
+        try:
+            rows.append(await timers_direct(nc, service, timers, lead, 0,
+                                            "timers due at one instant", "a"))
+            rows.append(await timers_direct(nc, service, timers, lead, 1000,
+                                            "timers due over one second (paced)", "s"))
+            rows.append(await timers_via_public(nc, service, timers, lead))
+        finally:
+            stop.set()
+            await runner
+            await service_nc.drain()
+        if service.stats.errors:
+            rows.append(Row(f"errors: {service.stats.errors}", 0, 1, [], []))
+        return rows
+    finally:
+        await nc.drain()
+
+
+def nats_server_version() -> str:
+    try:
+        from studroom.services.embedded import nats_server_binary, nats_server_version
+
+        return ".".join(map(str, nats_server_version(nats_server_binary())))
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def main_with(timers: int, lead: float, out: Any = sys.stdout) -> int:
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("nats").setLevel(logging.CRITICAL)
+    settings = Settings.from_env()
+    folder: Path | None = None
+    server = None
+    try:
+        if settings.nats_url is None:
+            from studroom.services.embedded import EmbeddedNats
+
+            folder = Path(tempfile.mkdtemp(prefix="studroom-bench-timer-"))
+            server = EmbeddedNats(folder).start()
+            url, where = server.url, f"embedded nats-server {nats_server_version()} (file store, R1)"
+        else:
+            url, where = settings.nats_url, "NATS from STUDROOM_NATS_URL"
+        rows = asyncio.run(run(url, timers, lead))
+    finally:
+        if server is not None:
+            server.stop()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    header = (f"studroom bench timer: {timers} concurrent deadlines, {where}, one timer-service "
+              f"instance (one Python process).\nThe table is a FAKE responder that answers ok at "
+              f"once: these figures measure the timer path itself, not the table service.")
+    print(render(rows, header), file=out)
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timers", type=int, default=1000, help="concurrent deadlines (default 1000)")
+    parser.add_argument("--lead", type=float, default=2.0,
+                        help="seconds between scheduling and the first deadline (default 2)")
+
+
+def cli(args: argparse.Namespace) -> int:
+    return main_with(args.timers, args.lead)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench_timer",
+                                     description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return cli(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
