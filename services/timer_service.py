@@ -47,10 +47,13 @@ Why JetStream message schedules (and not a home-made timer wheel)
     * Horizontally scalable: any number of instances pull from the SAME two durable pull
       consumers (a JetStream pull consumer hands each message to one puller only).  Each
       fired timer is processed by one instance; if that instance dies before its ack, the
-      server redelivers the message after ``ack_wait`` (10 s) to another instance.  The
-      table's stale check makes every redelivery harmless: a ``Timeout`` for a turn that
-      is over is refused (R20), and ``command_id = "timeout-<turn>"`` makes a second
-      copy of a timeout that went through a ``duplicate_command``.
+      server redelivers the message after ``ack_wait`` (10 s; public events 5 s) to
+      another instance.  The table's stale check makes every redelivery harmless: a
+      ``Timeout`` for a turn that is over is refused (R20), and ``command_id =
+      "timeout-<turn>"`` makes a second copy of a timeout that went through a
+      ``duplicate_command``.  The consumers (and stream, bucket) are created by
+      whichever instance starts first, recreated if deleted (e.g. the relay's stream
+      was rebuilt).
     * Never early, at most about a quarter second late: the server's scheduler wakes
       at the earliest due schedule but at most every 250 ms (``nats-server``
       ``scheduler.go``: "make sure we aren't firing too often"), so a timer fires
@@ -289,21 +292,22 @@ class PullLoop:
                 if msg.reply:
                     await self.nc.publish(msg.reply, b"")
                 return
+            description = msg.headers.get("Description", "")
             if status in ("408", "409", "404"):     # request expired / ended
                 left = msg.headers.get("Nats-Pending-Messages")
                 if left is not None and left.isdigit():
                     self.requested = max(0, self.requested - int(left))
                 else:
                     self.requested = 0
-                description = msg.headers.get("Description", "")
                 if status == "409" and "Consumer Deleted" in description:
                     self._reset = True
                 elif status == "409":
                     log.debug("%s: pull request ended: %s", self.consumer, description)
-                self._wake.set()
-                return
-            log.warning("%s: unexpected status %s %s", self.consumer, status,
-                        msg.headers.get("Description", ""))
+            else:                                   # 503 no responders: no such consumer
+                log.info("%s: pull request refused: %s %s", self.consumer, status, description)
+                self.requested = 0
+                self._reset = True
+            self._wake.set()
             return
         self.requested = max(0, self.requested - 1)
         self.handling += 1
@@ -332,8 +336,13 @@ class PullLoop:
                 silent = time.monotonic() - self._last_seen
                 if self._reset or (self.requested and silent > 3 * self.heartbeat):
                     if self._reset and self.recreate is not None:
-                        with contextlib.suppress(Exception):
-                            await self.recreate()
+                        try:
+                            await self.recreate()     # the consumer (or its stream) is gone
+                        except Exception as e:  # noqa: BLE001 (stream not back yet: later)
+                            log.info("%s: cannot create the consumer yet: %r", self.consumer, e)
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(stop.wait(), self.heartbeat)
+                            continue
                     self._reset = False
                     self.requested = 0
                     self._last_seen = time.monotonic()
@@ -400,7 +409,7 @@ async def ensure_consumer(js: Any, stream: str, config: ConsumerConfig) -> None:
         log.info("consumer %s exists with other settings; using it: %s", config.durable_name, e.description)
 
 
-def turns_consumer_config(ack_wait: float = 30.0) -> ConsumerConfig:
+def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:
     return ConsumerConfig(
         durable_name=TURNS_CONSUMER,
         description="studroom timer service: TurnStarted -> schedules, TimedOut -> lobby counts",
