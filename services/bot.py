@@ -43,6 +43,7 @@ import logging
 import random
 import signal
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,8 @@ STALE_CODES = frozenset({
 # Refusals that mean "try again" (another writer won, the partition moves, ...).
 RETRY_CODES = frozenset({"conflict", "unavailable", "timeout"})
 
+LATENCY_SAMPLES = 200_000
+
 _event_decoder = msgspec.json.Decoder(TableEvent)
 
 
@@ -105,7 +108,8 @@ class BotStats:
     refused_stale: int = 0         # turns that were over when the answer arrived
     errors: int = 0                # unexpected refusals, timeouts, bad messages
     hands: int = 0                 # HandEnded seen (counted once per table by seat owner)
-    latencies: list[float] = field(default_factory=list)   # seconds, request -> reply
+    # seconds, request -> reply, of the latest commands (bounded: a room runs for days)
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     error_codes: dict[str, int] = field(default_factory=dict)
     keep_latencies: bool = True
 

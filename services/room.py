@@ -134,14 +134,17 @@ def stream_ids(store: Any) -> list[str]:
         return sorted(row["originator_id"] for row in conn.execute(statement).fetchall())
 
 
-def load_tables(database_url: str, schemas: Sequence[str]) -> dict[str, list[Event]]:
-    """Every table's stored events, from all stores."""
+def load_tables(database_url: str, schemas: Sequence[str],
+                only: Iterable[str] | None = None) -> dict[str, list[Event]]:
+    """Every table's stored events (or those of the tables ``only``), from all stores."""
     found: dict[str, list[Event]] = {}
+    wanted = None if only is None else set(only)
     stores = open_stores(database_url, schemas)
     try:
         for store in stores:
             for stream in stream_ids(store):
-                found.setdefault(stream, []).extend(store.load(stream))
+                if wanted is None or stream in wanted:
+                    found.setdefault(stream, []).extend(store.load(stream))
     finally:
         for store in stores:
             store.close()
@@ -556,7 +559,7 @@ async def play(nats_url: str, plans: Sequence[TablePlan], *, seconds: float | No
     return RoomResult(
         seconds=elapsed, tables=len(plans), bots=len(room.bots), hands=stats.hands,
         actions=stats.actions, commands=stats.commands, errors=stats.errors,
-        stale=stats.refused_stale, latencies=stats.latencies, error_codes=stats.error_codes,
+        stale=stats.refused_stale, latencies=list(stats.latencies), error_codes=stats.error_codes,
         bots_list=room.bots,
     )
 
@@ -587,7 +590,7 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         if problem:
             say(f"studroom room: {problem}")
             return 2
-        existing = load_tables(database_url, schemas)
+        existing = load_tables(database_url, schemas, only=ids)
         before = events_stored(database_url, schemas)
         plans = plan_tables(ids, options.bots_per_table, existing)
         reused = sum(1 for p in plans if p.table_id in existing)
@@ -608,12 +611,29 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         except RuntimeError as e:
             problems.append(str(e))
         finally:
-            problems += services.stop()
-        tables = load_tables(database_url, schemas)
-        after = events_stored(database_url, schemas)
-        chips = check_all_chips(tables)
+            with _shutting_down(say):
+                problems += services.stop()
+        with _shutting_down(say):
+            say(f"checking the chips: replaying every table of {len(schemas)} store(s) ...")
+            tables = load_tables(database_url, schemas)
+            after = events_stored(database_url, schemas)
+            chips = check_all_chips(tables)
     _summary(say, result, before, after, chips, problems, options)
     return 0 if chips.conserved and result is not None and not problems else 1
+
+
+@contextlib.contextmanager
+def _shutting_down(say: Any) -> Any:
+    """While stopping: another Ctrl-C must not leave services or servers behind."""
+    def note(_sig: int, _frame: Any) -> None:
+        say("stopping: services and servers are being shut down, one moment ...")
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 async def _play_until_signal(nats_url: str, plans: Sequence[TablePlan], options: RoomOptions,
