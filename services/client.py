@@ -64,6 +64,11 @@ class TableClient:
             except nats.errors.TimeoutError:
                 timed_out = True
                 last = f"no reply within {timeout}s"
+            except nats.errors.ConnectionClosedError:
+                return _unavailable("the NATS connection is closed")
+            except nats.errors.Error as e:       # reconnecting, buffer full, ...: try again
+                timed_out = True                 # it may have gone out
+                last = f"NATS: {e!r}"
             else:
                 try:
                     reply = protocol.decode_reply(msg.data)

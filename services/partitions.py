@@ -145,6 +145,7 @@ class LeaseManager:
         self.kv: object | None = None
         self.instances: int = 1
         self._lock = asyncio.Lock()
+        self._bucket_ok = False
         # Order in which this instance tries free partitions: differs per instance,
         # so that instances starting together rarely race for the same key.
         self._order = sorted(range(partitions), key=lambda p: fnv1a_32(f"{instance_id}:{p}".encode()))
@@ -163,6 +164,12 @@ class LeaseManager:
         return lease is not None and time.monotonic() - lease.renewed_at < 0.8 * self.ttl
 
     async def start(self) -> None:
+        await self._ensure_bucket()
+        await self.tick()
+
+    async def _ensure_bucket(self) -> None:
+        """Open the lease bucket, creating it if missing (also after a NATS restart
+        lost the memory-stored bucket)."""
         import nats.js.api as api
         import nats.js.errors as jserr
 
@@ -186,7 +193,7 @@ class LeaseManager:
                 log.warning("lease bucket %s has TTL %.3fs (asked for %.3fs): using it",
                             self.bucket, info.config.max_age, self.ttl)
             self.ttl = float(info.config.max_age)
-        await self.tick()
+        self._bucket_ok = True
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -196,13 +203,16 @@ class LeaseManager:
                 break
             try:
                 await self.tick()
-            except Exception:   # noqa: BLE001 (NATS down for a moment: try again)
-                log.exception("lease heartbeat failed")
+            except Exception as error:   # noqa: BLE001 (NATS down for a moment: try again)
+                log.warning("lease heartbeat failed: %r", error)
+                self._bucket_ok = False          # check the bucket is still there next time
                 await self._drop_invalid()
 
     async def tick(self) -> None:
         """One heartbeat: announce, renew, rebalance."""
         async with self._lock:
+            if not self._bucket_ok:
+                await self._ensure_bucket()
             await self._announce()
             await self._renew()
             await self._rebalance()

@@ -419,7 +419,7 @@ class TableService:
             await self._release(partition, False)
         for worker in self.workers:
             await worker.close()
-        log.info("table service %s stopped", self.instance_id)
+        log.info("table service %s stopped: %s", self.instance_id, self.stats()["stores"])
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"instance": self.instance_id, "partitions": self.owned(), "stores": []}

@@ -28,9 +28,9 @@ from studroom.domain.table import Table
 from studroom.services import protocol, subjects
 from studroom.services.client import TableClient
 from studroom.services.command_handling import CommandHandler
-from studroom.services.embedded import free_port, nats_server_binary
+from studroom.services.embedded import EmbeddedNats, free_port, nats_server_binary
 from studroom.services.event_store import InMemoryEventStore, PostgresEventStore, register_event_types
-from studroom.services.partitions import lease_owners, partition_of, store_of_table, store_schema
+from studroom.services.partitions import LEASE_BUCKET, lease_owners, partition_of, store_of_table, store_schema
 from studroom.services.table_bench import TableDriver, chip_check, table_config
 from studroom.services.table_service import TableService
 
@@ -396,6 +396,54 @@ def test_kill_9_an_instance_mid_hand_and_the_other_carries_on(
     finally:
         for instance in instances:
             instance.stop()
+
+
+# ------------------------------------------------------------------ NATS restarts
+
+
+def test_the_service_rides_out_a_nats_restart(
+    private_dir: Path, database_url: str, schema_prefix: str
+) -> None:
+    """A private NATS server is killed and started again (same port, same data; the
+    lease bucket is in memory and gone): the instance re-creates the bucket, claims
+    its partitions again and the table plays on."""
+    server = EmbeddedNats(private_dir).start()
+
+    async def main() -> None:
+        store = open_stores(database_url, schema_prefix, 1)[0]
+        nc = await nats.connect(server.url, reconnect_time_wait=0.2, max_reconnect_attempts=-1)
+        service = TableService(nc, [store], instance_id=f"rs-{_id()}")
+        await service.start()
+        client_nc = await nats.connect(server.url, reconnect_time_wait=0.2, max_reconnect_attempts=-1)
+        reader = open_stores(database_url, schema_prefix, 1)[0]
+        driver = TableDriver(TableClient(client_nc, retry_for=15), reader, f"rs{_id()}", players=3)
+        await driver.setup()
+        await drive([driver], 30)
+        await asyncio.to_thread(server.kill)
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(server.start)
+        restarted = time.monotonic()
+        await drive([driver], 30)
+        all_mine = {p: service.instance_id for p in range(16)}
+        while True:                  # the bucket is back, with every lease in it
+            with contextlib.suppress(Exception):
+                if await lease_owners(nc.jetstream(), LEASE_BUCKET) == all_mine:
+                    break
+            assert time.monotonic() - restarted < 15, "leases not claimed again"
+            await asyncio.sleep(0.1)
+        await drive([driver], 30)
+        assert driver.errors == [] and service.owned() == list(range(16))
+        await service.close()
+        await client_nc.close()
+        await nc.close()
+        assert_tables_sound([reader], [driver])
+        store.close()
+        reader.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        server.stop()
 
 
 # ------------------------------------------------------------------ deploy/nats
