@@ -14,21 +14,25 @@ What it does
     * sits down with ``auto_ante=True`` and buys in ``buy_in_bets`` small bets (the
       table minimum is ten); a seat it already holds (a restart) is kept;
     * answers every ``TurnStarted`` naming its seat (kinds ``act`` and ``show``)
-      after ``pace_ms`` with ``simulate.choose`` (``open_pair`` from the latest
-      ``RoundStarted``); an ante window it has not posted in gets a ``PostAnte``;
-    * tracks its stack (``HandStarted.seats``, ``ChipsBought``, ``HandEnded.stacks``)
-      and tops up between hands when it is below the table minimum.  A top-up is
-      refused while it is dealt in (R3): it then sits out the next hand
-      (``SitOut``), buys in as soon as that hand has started without it, and sits
-      in again;
+      after ``pace_ms`` with ``simulate.choose``; ``open_pair`` comes from the latest
+      ``RoundStarted`` until the round's ``Acted`` events show a big bet made (R12);
+      an ante window it has not posted in gets a ``PostAnte``;
+    * tracks its stack (``HandStarted.seats``, ``HandEnded.stacks``, its accepted
+      ``BuyIn``) and tops up between hands when it is below the table minimum. The
+      service deals the next hand in the same transaction that ends the last one,
+      so a top-up is often refused (``hand_in_progress``, R3): the bot then sits
+      out (``SitOut``), and when the hand it is in has ended it buys in (it is in
+      no hand now) and sits in again;
     * refusals: ``must_show`` -> ``Show``; a stale turn (``not_your_turn``,
       ``illegal_action``, ``duplicate_command``, ...) is ignored; a lost reply or
       an unavailable service is retried with the same ``command_id`` (the table
       refuses a command it already carried out, so a retry never acts twice);
-    * a table that has been quiet for ``stall_seconds`` (a lost message, a
-      restart of the room in the middle of a hand) is looked up in the relay's
-      JetStream stream (the last public message of the table) and answered if it
-      is this bot's turn.
+    * on start, and whenever its table has been quiet for ``stall_seconds`` (a lost
+      message, a room restarted in the middle of a hand), it reads the table's last
+      public message from the relay's JetStream stream and answers it if it is its
+      turn;
+    * ``stop()`` keeps the seat (the room sits down again next time); ``leave()``
+      gives it up (``studroom serve bot`` does on Ctrl-C).
 
 Everything it saw is kept for tests when ``record=True``: ``public`` and
 ``private`` (decoded events, in arrival order, with their raw bytes), and
@@ -195,7 +199,6 @@ class Bot:
         self._stopped = False
         self._paused = False
         self._watchdog: asyncio.Task[Any] | None = None
-        self._seq = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -221,7 +224,7 @@ class Bot:
         else:
             await self._sit_down()
         if self.seated:
-            await self._top_up_if_short(initial=True)
+            await self._top_up_if_short()
             if self.stack is None or self.stack > 0:
                 # A kept seat may have been left sitting out by a stopped top-up.
                 await self._send(SitOut(seat=self.seat, sitting_out=False), quiet={"no_change"})
@@ -250,7 +253,9 @@ class Bot:
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        for task in [*tasks, *( [self._watchdog] if self._watchdog else [])]:
+        if self._watchdog is not None:
+            tasks.append(self._watchdog)
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
@@ -407,7 +412,7 @@ class Bot:
         # same id and is refused (duplicate_command) if the first one got through.
         return f"{self.player}:{turn}:{what}"
 
-    async def _top_up_if_short(self, initial: bool = False) -> None:
+    async def _top_up_if_short(self) -> None:
         """Buy chips up to the target when short; only between hands (R3)."""
         if self._topping_up or not self.seated or self.stack is None:
             return
