@@ -241,52 +241,59 @@ class StoreWorker:
     # -- the loop
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._ready:
-                batch: list[_Item] = []
-                while self._ready and len(batch) < self.max_batch:
-                    table_id, _ = self._ready.popitem(last=False)
-                    queue = self._queues[table_id]
-                    item = queue.popleft()
-                    if not queue:
-                        del self._queues[table_id]
-                    if not self.accepts(item.partition):
-                        self._finish_now(item, error_reply(UNAVAILABLE, "this instance no longer serves the table; try again"))
-                        if table_id in self._queues:
-                            self._ready[table_id] = None
-                        continue
-                    self._busy[table_id] = item
-                    batch.append(item)
-                if not batch:
+            try:
+                await self._drain_ready()
+            except Exception:   # noqa: BLE001 (a bug here must not stop the store's loop)
+                log.exception("store worker %s: batch loop failed", self.name)
+                self._wake.set()
+
+    async def _drain_ready(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._ready:
+            batch: list[_Item] = []
+            while self._ready and len(batch) < self.max_batch:
+                table_id, _ = self._ready.popitem(last=False)
+                queue = self._queues[table_id]
+                item = queue.popleft()
+                if not queue:
+                    del self._queues[table_id]
+                if not self.accepts(item.partition):
+                    self._finish_now(item, error_reply(UNAVAILABLE, "this instance no longer serves the table; try again"))
+                    if table_id in self._queues:
+                        self._ready[table_id] = None
                     continue
-                appends = self.handler.stats.appends
-                try:
-                    outcomes = await loop.run_in_executor(
-                        self._executor, self.handler.handle_batch, [(i.table_id, i.command) for i in batch]
-                    )
-                except Exception:   # noqa: BLE001 (handle_batch catches; belt and braces)
-                    log.exception("batch of %d commands failed", len(batch))
-                    outcomes = [Outcome(error_reply(INTERNAL, "internal error"))] * len(batch)
-                self.stats.batches += 1
-                self.stats.commands += len(batch)
-                self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
-                if self.nudge and self.publish is not None and self.handler.stats.appends != appends:
-                    try:   # the relay reads the store at once
-                        await self.publish(self.nudge, b"")
-                    except Exception:   # noqa: BLE001 (it polls anyway)
-                        log.debug("relay nudge failed", exc_info=True)
-                for item, outcome in zip(batch, outcomes):
-                    del self._busy[item.table_id]
-                    if item.table_id in self._queues:
-                        self._ready[item.table_id] = None
-                    if outcome.start_due and not item.internal:
-                        self._schedule_start(item.table_id, item.partition)
-                    await self._deliver(item, outcome.reply)
-                async with self._progress:
-                    self._progress.notify_all()
+                self._busy[table_id] = item
+                batch.append(item)
+            if not batch:
+                continue
+            appends = self.handler.stats.appends
+            try:
+                outcomes = await loop.run_in_executor(
+                    self._executor, self.handler.handle_batch, [(i.table_id, i.command) for i in batch]
+                )
+            except Exception:   # noqa: BLE001 (handle_batch catches; belt and braces)
+                log.exception("batch of %d commands failed", len(batch))
+                outcomes = [Outcome(error_reply(INTERNAL, "internal error"))] * len(batch)
+            self.stats.batches += 1
+            self.stats.commands += len(batch)
+            self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+            if self.nudge and self.publish is not None and self.handler.stats.appends != appends:
+                try:   # the relay reads the store at once
+                    await self.publish(self.nudge, b"")
+                except Exception:   # noqa: BLE001 (it polls anyway)
+                    log.debug("relay nudge failed", exc_info=True)
+            for item, outcome in zip(batch, outcomes):
+                del self._busy[item.table_id]
+                if item.table_id in self._queues:
+                    self._ready[item.table_id] = None
+                if outcome.start_due and not item.internal:
+                    self._schedule_start(item.table_id, item.partition)
+                await self._deliver(item, outcome.reply)
+            async with self._progress:
+                self._progress.notify_all()
 
     async def _deliver(self, item: _Item, reply: Reply) -> None:
         if item.future is not None:

@@ -368,7 +368,8 @@ def test_kill_9_an_instance_mid_hand_and_the_other_carries_on(
         took = time.monotonic() - killed
         assert reply is not None and reply.ok, reply
         await victim_table.refresh()
-        assert victim_table.mirror.hand_no >= hand_no - 1
+        mirror = victim_table.mirror      # the same hand went on (or was finished) through the other
+        assert (mirror.hand is not None and mirror.hand.hand_no == hand_no) or mirror.hand_no >= hand_no
         assert took < 10, f"takeover took {took:.1f}s"
         survivor = next(iter(ids))
         await wait_for(nc, lambda o: len(o) == 16 and set(o.values()) == {survivor}, 10,
