@@ -21,7 +21,8 @@ One owner per partition: leases in a JetStream KV bucket
         revision-checked ``update`` (fails if anyone else wrote the key since), given
         back with a revision-checked ``delete``. A key that is not renewed expires
         TTL after its last write (the server's clock): after a SIGKILL the others take
-        over within TTL + one heartbeat (3-4.5 s with the defaults).
+        over within TTL + one heartbeat (3-4.5 s with the defaults; the integration
+        test measures the first command through after about 3.6 s).
     ``i.<instance>`` = ``{"at": <ms>}``
         Every live instance re-announces itself each heartbeat; the live instances
         (the keys present) give the fair share ``ceil(partitions / instances)``.
