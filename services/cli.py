@@ -165,6 +165,34 @@ def _add_timer_commands(commands: argparse._SubParsersAction) -> None:
     bench_timer.set_defaults(run=_bench_timer)
 
 
+def _serve_relay(args: argparse.Namespace) -> int:
+    from studroom.services import relay
+
+    return relay.run(args)
+
+
+def _bench_domain(args: argparse.Namespace) -> int:
+    from studroom.services import bench_domain
+
+    bench_domain.run(args.seconds)
+    return 0
+
+
+def _add_relay_and_domain_bench(commands: argparse._SubParsersAction) -> None:
+    """``serve relay`` (the options of ``python -m studroom.services.relay``) and
+    ``bench domain``."""
+    serve = _subcommands(commands, "serve", "run one service on its own")
+    relay = serve.add_parser("relay", help="the relay: stored events -> JetStream, public and private views")
+    from studroom.services.relay import add_arguments
+
+    add_arguments(relay)
+    relay.set_defaults(run=_serve_relay)
+    bench = _subcommands(commands, "bench", "benchmarks, beside a baseline measured in the same run")
+    domain = bench.add_parser("domain", help="hands/s of the pure domain beside pokerkit; evaluations/s")
+    domain.add_argument("--seconds", type=float, default=2.0, help="per engine and case (default 2)")
+    domain.set_defaults(run=_bench_domain)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -185,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_room_commands(commands)
     _add_table_commands(commands)
     _add_timer_commands(commands)
+    _add_relay_and_domain_bench(commands)
     return parser
 
 

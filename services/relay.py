@@ -835,6 +835,12 @@ def _parser() -> argparse.ArgumentParser:
         prog="studroom serve relay",
         description="Publish every stored event to JetStream (public and private views), exactly once.",
     )
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The relay's options (``python -m studroom.services.relay`` and ``studroom serve relay``)."""
     parser.add_argument("--stores", type=int, default=1,
                         help="number of partitioned stores: schemas studroom_p0 .. studroom_p{N-1}")
     parser.add_argument("--schema", action="append", default=None,
@@ -844,11 +850,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--replicas", type=int, default=RelayConfig.replicas,
                         help="stream replicas (production: 3)")
     parser.add_argument("--log-level", default="INFO")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    return run(_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
