@@ -94,6 +94,19 @@ def board(hand: HandState, game: Game, p: HandPlayer) -> list[int]:
     return cards
 
 
+def _board_value(cards: list[int]) -> tuple[int, ...]:
+    """``board_value`` memoised: below five cards suits never count, so the boards of
+    all tables fall into a few thousand rank patterns."""
+    key = tuple(sorted(c & ~3 for c in cards)) if len(cards) < 5 else tuple(sorted(cards))
+    value = _BOARD_VALUES.get(key)
+    if value is None:
+        value = _BOARD_VALUES[key] = board_value(key)
+    return value
+
+
+_BOARD_VALUES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
 def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
     """R10: the best board opens; a tie goes to the tied player closest to the
     dealer's left.  Returns (best board, first who can act: the next one clockwise if the
@@ -101,7 +114,7 @@ def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
     best: HandPlayer | None = None
     best_value: tuple[int, ...] = ()
     for p in hand.live():
-        value = board_value(board(hand, game, p))
+        value = _board_value(board(hand, game, p))
         if best is None or value > best_value:
             best, best_value = p, value
     assert best is not None

@@ -15,7 +15,6 @@ import hashlib
 
 import msgspec
 from collections.abc import Iterable
-from functools import lru_cache
 
 from . import announcements
 from .betting import decide_action, next_to_act, options, round_complete, uncalled
@@ -607,15 +606,23 @@ class Table:
         return self.game
 
 
-@lru_cache(maxsize=16384)
-def _announcement(ups: tuple[int, ...]) -> tuple[str | None, str | None, tuple[str, ...], str, str] | None:
-    """The announcement of a set of up cards, rendered in both languages (memoised:
-    the same boards recur at every table)."""
-    a = announcements.describe(ups)
-    if a is None:
-        return None
-    rank = None if a.rank is None else RANKS[a.rank]
-    return a.kind, rank, tuple(a.draws), announcements.render(a, "en"), announcements.render(a, "de")
+Said = tuple[str | None, str | None, tuple[str, ...], str, str]
+
+
+def _announcement(ups: tuple[int, ...]) -> Said | None:
+    """The announcement of a set of up cards, rendered in both languages.  Memoised by
+    what it depends on: the ranks, and whether the cards are all of one suit (draws)."""
+    key = (tuple(sorted(c >> 2 for c in ups)), len({c & 3 for c in ups}) == 1)
+    if key not in _ANNOUNCEMENTS:
+        a = announcements.describe(ups)
+        _ANNOUNCEMENTS[key] = None if a is None else (
+            a.kind, None if a.rank is None else RANKS[a.rank], tuple(a.draws),
+            announcements.render(a, "en"), announcements.render(a, "de"),
+        )
+    return _ANNOUNCEMENTS[key]
+
+
+_ANNOUNCEMENTS: dict[tuple[tuple[int, ...], bool], Said | None] = {}
 
 
 def _plain(value: object) -> object:
