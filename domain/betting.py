@@ -118,12 +118,14 @@ def round_complete(hand: HandState) -> bool:
     return all(p.acted_at is not None and p.round_bet == hand.current_bet for p in actors)
 
 
-def next_to_act(hand: HandState, after: int) -> HandPlayer:
-    """The next player clockwise who still owes an action this round."""
-    for p in hand.clockwise_from(after):
-        if p.can_act and (p.acted_at is None or p.round_bet < hand.current_bet):
-            return p
-    raise AssertionError("next_to_act called on a complete round")
+def next_to_act(hand: HandState, after: int) -> HandPlayer | None:
+    """The next player clockwise who still owes an action this round, or None when the
+    round is complete (R15)."""
+    if not round_complete(hand):
+        for p in hand.clockwise_from(after):
+            if p.can_act and (p.acted_at is None or p.round_bet < hand.current_bet):
+                return p
+    return None
 
 
 def uncalled(hand: HandState) -> tuple[int, int] | None:

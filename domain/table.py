@@ -17,7 +17,7 @@ import msgspec
 from collections.abc import Iterable
 
 from . import announcements
-from .betting import decide_action, next_to_act, options, round_complete, uncalled
+from .betting import decide_action, next_to_act, options, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
     Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, SitOut,
@@ -442,23 +442,30 @@ class Table:
         return True
 
     def _start_turn(self, c: Command, p: HandPlayer) -> None:
-        hand = self._hand()
+        hand = self.hand
+        assert hand is not None and self.config is not None
         self._emit(TurnStarted(
             turn=self.turn + 1, seat=p.seat, kind="act",
-            deadline_ms=self._deadline(c, self._require_config().action_seconds),
+            deadline_ms=c.now_ms + self.config.action_seconds * 1000,
             to_call=min(hand.current_bet - p.round_bet, p.stack), options=options(hand, p),
         ))
 
     def _act(self, c: Act) -> None:
-        p = self._in_hand(c.seat)
+        hand = self.hand
+        if hand is None or hand.to_act != c.seat or hand.turn_kind != "act":
+            self._refuse_act(c)
+        assert hand is not None and self.config is not None and self.game is not None
+        event = decide_action(hand, self.game, self.config.stakes, hand.players[c.seat], c.action, c.size)
+        self._emit(event)
+        self._after_action(c, c.seat)
+
+    def _refuse_act(self, c: Act) -> None:
+        """Why an action that is not the awaited one is refused, most basic reason first."""
+        self._in_hand(c.seat)
         hand = self._hand()
         if hand.phase != "betting":
             raise DomainError("illegal_action", "no betting round is open")
-        if hand.to_act != c.seat:
-            raise DomainError("not_your_turn", f"seat {c.seat} acted, but seat {hand.to_act} is to act")
-        event = decide_action(hand, self._game(), self._require_config().stakes, p, c.action, c.size)
-        self._emit(event)
-        self._after_action(c, c.seat)
+        raise DomainError("not_your_turn", f"seat {c.seat} acted, but seat {hand.to_act} is to act")
 
     def _after_fold(self, c: Command, seat: int, was_turn: bool) -> None:
         """A fold out of turn (a player left) ends the hand if one player is left."""
@@ -476,8 +483,10 @@ class Table:
         if len(hand.live()) == 1:
             self._close_round()
             self._finish(c, "fold")
-        elif not round_complete(hand):
-            self._start_turn(c, next_to_act(hand, seat))
+            return
+        waiting = next_to_act(hand, seat)
+        if waiting is not None:
+            self._start_turn(c, waiting)
         else:
             self._close_round()
             game = self._game()
