@@ -199,7 +199,7 @@ class Drivers:
         self.seen[table_id].append((time.time() * 1000, event))
         if isinstance(event, HandStarted) and table_id not in self._sat_out:
             self._sat_out.add(table_id)            # one hand per table: everyone sits out next
-            for seat in range(self.players):
+            for seat in (s.seat for s in event.seats):   # a late sitter alone starts no hand
                 self._spawn(self._send(table_id, SitOut(seat=seat, sitting_out=True)))
         elif isinstance(event, HandEnded):
             self.ended[table_id].set()
