@@ -410,24 +410,22 @@ async def ensure_consumer(js: Any, stream: str, config: ConsumerConfig) -> None:
 
 
 def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:
-    return ConsumerConfig(
-        durable_name=TURNS_CONSUMER,
-        description="studroom timer service: TurnStarted -> schedules, TimedOut -> lobby counts",
-        filter_subject=subjects.all_public_events(),
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=ack_wait,
-        max_deliver=-1,
-        max_ack_pending=20_000,
-        max_waiting=512,
-    )
+    return _shared_consumer(TURNS_CONSUMER, subjects.all_public_events(), ack_wait,
+                            "studroom timer service: TurnStarted -> schedules, TimedOut -> lobby counts")
 
 
 def fires_consumer_config(ack_wait: float = 10.0) -> ConsumerConfig:
+    return _shared_consumer(FIRES_CONSUMER, subjects.all_timer_fires(), ack_wait,
+                            "studroom timer service: fired turn timers -> Timeout commands")
+
+
+def _shared_consumer(durable: str, filter_subject: str, ack_wait: float, description: str) -> ConsumerConfig:
+    """A durable pull consumer every instance fetches from: each message goes to one of
+    them, and is redelivered (never dropped) if it is not acknowledged in time."""
     return ConsumerConfig(
-        durable_name=FIRES_CONSUMER,
-        description="studroom timer service: fired turn timers -> Timeout commands",
-        filter_subject=subjects.all_timer_fires(),
+        durable_name=durable,
+        description=description,
+        filter_subject=filter_subject,
         deliver_policy=DeliverPolicy.ALL,
         ack_policy=AckPolicy.EXPLICIT,
         ack_wait=ack_wait,

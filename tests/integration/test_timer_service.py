@@ -240,6 +240,15 @@ class Drivers:
         return None
 
 
+def every_table_finished_with_one_timeout_per_turn(stack: Any, ids: list[str], drivers: Any) -> None:
+    assert not drivers.refusals, drivers.refusals
+    for table_id in ids:
+        events = stack.events(table_id)
+        assert any(isinstance(e, HandEnded) for e in events), f"{table_id}: no hand ended"
+        exactly_one_timeout_per_sleeper_turn(table_id, events)
+        chips_conserved(table_id, events)
+
+
 def config(policy: str = "all_in_protection", seconds: int = 1) -> TableConfig:
     return TableConfig(game="seven_card_stud", stakes=STAKES, action_seconds=seconds,
                        ante_seconds=seconds, showdown_seconds=seconds, timeout_policy=policy)
@@ -429,12 +438,7 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
         return drivers
 
     drivers = asyncio.run(main())
-    assert not drivers.refusals, drivers.refusals
-    for table_id in ids:
-        events = stack.events(table_id)
-        assert any(isinstance(e, HandEnded) for e in events), f"{table_id}: no hand ended"
-        exactly_one_timeout_per_sleeper_turn(table_id, events)
-        chips_conserved(table_id, events)
+    every_table_finished_with_one_timeout_per_turn(stack, ids, drivers)
     assert "Traceback" not in log_path.read_text(errors="replace"), log_path.read_text()[-3000:]
 
 
@@ -586,9 +590,4 @@ def test_a_nats_restart_loses_no_pending_deadline(stack: Stack) -> None:
         return drivers
 
     drivers = asyncio.run(main())
-    assert not drivers.refusals, drivers.refusals
-    for table_id in ids:
-        events = stack.events(table_id)
-        assert any(isinstance(e, HandEnded) for e in events), f"{table_id}: no hand ended"
-        exactly_one_timeout_per_sleeper_turn(table_id, events)
-        chips_conserved(table_id, events)
+    every_table_finished_with_one_timeout_per_turn(stack, ids, drivers)
