@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from .cards import ALL_CARDS
 
@@ -30,16 +30,16 @@ def commitment(seed: bytes) -> str:
     return hashlib.sha256(seed).hexdigest()
 
 
-_EIGHT_WORDS = struct.Struct(">8I")
+_SPAN = 0x1_0000_0000    # 2**32: the number of distinct 32-bit words
 
 
-def _words(seed: bytes, label: bytes) -> Iterator[int]:
-    """The stream: 32-bit big-endian words of SHA-256(seed || label || counter)."""
-    prefix = seed + label
-    counter = 0
-    while True:
-        yield from _EIGHT_WORDS.unpack(hashlib.sha256(prefix + counter.to_bytes(8, "big")).digest())
-        counter += 1
+def _words(prefix: bytes, first_block: int, blocks: int) -> list[int]:
+    """Part of the stream: the 32-bit big-endian words of
+    SHA-256(seed || label || counter) for ``blocks`` counters from ``first_block``
+    (``prefix`` is seed || label)."""
+    digests = b"".join([hashlib.sha256(prefix + counter.to_bytes(8, "big")).digest()
+                        for counter in range(first_block, first_block + blocks)])
+    return list(struct.unpack(f">{blocks * 8}I", digests))
 
 
 def shuffled(cards: Sequence[int], seed: bytes, label: bytes) -> list[int]:
@@ -47,13 +47,21 @@ def shuffled(cards: Sequence[int], seed: bytes, label: bytes) -> list[int]:
     index is drawn uniformly by rejection sampling (a word at or above the largest
     multiple of n below 2**32 is skipped, so there is no modulo bias)."""
     out = list(cards)
-    words = _words(seed, label)
+    prefix = seed + label
+    # For speed the words are hashed in one go: one per swap and some to spare.  A
+    # rejected word (about one in 10**8 here) hashes one block more, which keeps the
+    # stock ahead of the swaps still to come.
+    words = _words(prefix, 0, len(out) // 8 + 1)
+    k = 0
     for i in range(len(out) - 1, 0, -1):
         n = i + 1
-        limit = 0x1_0000_0000 - 0x1_0000_0000 % n
-        w = next(words)
+        limit = _SPAN - _SPAN % n
+        w = words[k]
+        k += 1
         while w >= limit:
-            w = next(words)
+            words += _words(prefix, len(words) // 8, 1)
+            w = words[k]
+            k += 1
         j = w % n
         out[i], out[j] = out[j], out[i]
     return out
