@@ -113,17 +113,22 @@ def round_complete(hand: HandState) -> bool:
     if hand.bring_in_pending:
         return False
     actors = hand.actors()
+    current_bet = hand.current_bet
     if len(actors) <= 1:
-        return not actors or actors[0].round_bet >= hand.current_bet
-    return all(p.acted_at is not None and p.round_bet == hand.current_bet for p in actors)
+        return not actors or actors[0].round_bet >= current_bet
+    for p in actors:
+        if p.acted_at is None or p.round_bet != current_bet:
+            return False
+    return True
 
 
 def next_to_act(hand: HandState, after: int) -> HandPlayer | None:
     """The next player clockwise who still owes an action this round, or None when the
     round is complete (R15)."""
     if not round_complete(hand):
+        current_bet = hand.current_bet
         for p in hand.clockwise_from(after):
-            if p.can_act and (p.acted_at is None or p.round_bet < hand.current_bet):
+            if p.can_act and (p.acted_at is None or p.round_bet < current_bet):
                 return p
     return None
 

@@ -6,8 +6,6 @@ Plain mutable objects with slots: the aggregate changes them only by applying ev
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 
 class HandPlayer:
     __slots__ = (
@@ -60,14 +58,16 @@ class HandState:
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
         "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
         "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
-        "to_act", "turn_kind", "turn_options", "_live", "_actors",
+        "to_act", "turn_kind", "turn_options", "_live", "_actors", "_clockwise",
     )
 
     def __init__(self, hand_no: int, button: int, players: list[HandPlayer]) -> None:
         self.hand_no = hand_no
         self.button = button
         self.players = {p.seat: p for p in players}
-        self.order = [p.seat for p in players]   # dealing order, left of the button first
+        self.order: list[int] = []     # dealing order, left of the button first
+        self._clockwise: dict[int, tuple[HandPlayer, ...]] = {}
+        self.set_order([p.seat for p in players])
         self.deck: list[int] = []      # the deck, top first; ``pos`` is the next card
         self.pos = 0
         self.consumed = 0              # cards taken from the 52 (dealt and burned)
@@ -99,6 +99,15 @@ class HandState:
         self._live: list[HandPlayer] | None = None
         self._actors: list[HandPlayer] | None = None
 
+    def set_order(self, seats: list[int]) -> None:
+        """The dealing order; and, worked out once here because the betting asks after
+        every action, the players clockwise after each seat."""
+        self.order = seats
+        players = [self.players[s] for s in seats]
+        self._clockwise = {
+            p.seat: tuple(players[i + 1 :] + players[: i + 1]) for i, p in enumerate(players)
+        }
+
     # --- queries ----------------------------------------------------------------------
 
     def dealt(self) -> list[HandPlayer]:
@@ -118,13 +127,9 @@ class HandState:
             self._actors = [p for p in self.live() if not p.all_in]
         return self._actors
 
-    def clockwise_from(self, seat: int) -> Iterator[HandPlayer]:
-        """Every player in dealing order, starting just after ``seat``."""
-        order, players = self.order, self.players
-        i = order.index(seat)
-        n = len(order)
-        for k in range(i + 1, i + 1 + n):
-            yield players[order[k % n]]
+    def clockwise_from(self, seat: int) -> tuple[HandPlayer, ...]:
+        """Every player in dealing order, starting just after ``seat`` (``seat`` last)."""
+        return self._clockwise[seat]
 
     def heads_up(self) -> bool:
         """R14: only two players left in the hand, no cap."""

@@ -718,7 +718,8 @@ def _antes_collected(t: Table, e: AntesCollected) -> None:
     assert hand is not None
     for s in e.seats:
         hand.players[s].dealt_in = True
-    hand.order = [s for s in hand.order if s in set(e.seats)]
+    dealt_in = set(e.seats)
+    hand.set_order([s for s in hand.order if s in dealt_in])
     hand.phase, hand.to_act, hand.turn_kind = "deal", None, None
 
 
