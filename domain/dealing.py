@@ -72,7 +72,7 @@ def _reshuffle(hand: HandState, street: int) -> list[int]:
 
 
 def door_card(p: HandPlayer) -> int:
-    return p.cards[p.up.index(True)]
+    return p.ups[0]
 
 
 def bring_in_seat(hand: HandState) -> HandPlayer:
@@ -89,15 +89,17 @@ def board(hand: HandState, game: Game, p: HandPlayer) -> list[int]:
     exposed (R29); a community card counts as up when it replaced the penultimate card
     (or any card in five-card stud) and as down when it replaced the last (R17.4)."""
     last = game.last_street if not game.streets[-1].faces[0] else None
-    cards = [c for c, up, st in zip(p.cards, p.up, p.streets) if up and st != last]
-    cards += [c for c, st in zip(hand.community, hand.community_streets) if st != last]
+    # a player gets one card on the last street, his last: only it can be an exposed 7th
+    cards = p.ups[:-1] if p.streets and p.streets[-1] == last and p.up[-1] else p.ups
+    if hand.community:
+        cards = cards + [c for c, st in zip(hand.community, hand.community_streets) if st != last]
     return cards
 
 
 def _board_value(cards: list[int]) -> tuple[int, ...]:
     """``board_value`` memoised: below five cards suits never count, so the boards of
     all tables fall into a few thousand rank patterns."""
-    key = tuple(sorted(c & ~3 for c in cards)) if len(cards) < 5 else tuple(sorted(cards))
+    key = tuple(sorted([c & ~3 for c in cards])) if len(cards) < 5 else tuple(sorted(cards))
     value = _BOARD_VALUES.get(key)
     if value is None:
         value = _BOARD_VALUES[key] = board_value(key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 class HandPlayer:
     __slots__ = (
-        "seat", "player", "start_stack", "stack", "cards", "up", "streets",
+        "seat", "player", "start_stack", "stack", "cards", "up", "streets", "ups",
         "posted", "dealt_in", "folded", "all_in", "protected", "ante",
         "contributed", "round_bet", "acted_at", "showed", "mucked",
     )
@@ -22,6 +22,7 @@ class HandPlayer:
         self.cards: list[int] = []    # own cards in the order received
         self.up: list[bool] = []      # face of each card
         self.streets: list[int] = []  # the street each card came on
+        self.ups: list[int] = []      # the cards of ``cards`` that are face up, in order
         self.posted = False           # posted the ante (R5)
         self.dealt_in = False
         self.folded = False

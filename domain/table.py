@@ -77,10 +77,11 @@ class Table:
         return table
 
     def apply(self, event: Event) -> None:
-        _APPLY[type(event)](self, event)
+        kind = type(event)
+        _APPLY[kind](self, event)
         if event.command_id is not None:
             self._remember(event.command_id)
-        if self.hand is not None and type(event) in _CHANGES_WHO_IS_IN:
+        if kind in _CHANGES_WHO_IS_IN and self.hand is not None:
             self.hand.changed()
         self.version += 1
 
@@ -414,8 +415,7 @@ class Table:
         if not self._game().streets[street].faces[-1]:
             return
         for p in hand.live():
-            ups = tuple(c for c, up in zip(p.cards, p.up) if up)
-            said = _announcement(ups) if len(ups) >= 2 else None
+            said = _announcement(p.ups) if len(p.ups) >= 2 else None
             if said is not None:
                 kind, rank, draws, en, de = said
                 self._emit(Announced(seat=p.seat, kind=kind, rank=rank, draws=list(draws), en=en, de=de))
@@ -479,7 +479,8 @@ class Table:
 
     def _after_action(self, c: Command, seat: int) -> None:
         """R15: after an action the hand is won by fold, or the round goes on, or ends."""
-        hand = self._hand()
+        hand = self.hand
+        assert hand is not None and self.config is not None and self.game is not None
         if len(hand.live()) == 1:
             self._close_round()
             self._finish(c, "fold")
@@ -489,10 +490,9 @@ class Table:
             self._start_turn(c, waiting)
         else:
             self._close_round()
-            game = self._game()
-            if hand.street >= game.last_street or hand.skip_last_round:
+            if hand.street >= self.game.last_street or hand.skip_last_round:
                 self._showdown(c)
-            elif self._require_config().auto_deal:
+            elif self.config.auto_deal:
                 self._deal(c)
 
     def _close_round(self) -> None:
@@ -618,20 +618,22 @@ class Table:
 Said = tuple[str | None, str | None, tuple[str, ...], str, str]
 
 
-def _announcement(ups: tuple[int, ...]) -> Said | None:
+def _announcement(ups: list[int]) -> Said | None:
     """The announcement of a set of up cards, rendered in both languages.  Memoised by
     what it depends on: the ranks, and whether the cards are all of one suit (draws)."""
-    key = (tuple(sorted(c >> 2 for c in ups)), len({c & 3 for c in ups}) == 1)
-    if key not in _ANNOUNCEMENTS:
+    key = (tuple(sorted([c >> 2 for c in ups])), len({c & 3 for c in ups}) == 1)
+    said = _ANNOUNCEMENTS.get(key, _UNKNOWN)
+    if said is _UNKNOWN:
         a = announcements.describe(ups)
-        _ANNOUNCEMENTS[key] = None if a is None else (
+        said = _ANNOUNCEMENTS[key] = None if a is None else (
             a.kind, None if a.rank is None else RANKS[a.rank], tuple(a.draws),
             announcements.render(a, "en"), announcements.render(a, "de"),
         )
-    return _ANNOUNCEMENTS[key]
+    return said  # type: ignore[return-value]
 
 
 _ANNOUNCEMENTS: dict[tuple[tuple[int, ...], bool], Said | None] = {}
+_UNKNOWN = object()     # not memoised yet (None is a memoised "nothing to say")
 
 
 def _plain(value: object) -> object:
@@ -646,7 +648,7 @@ def _plain(value: object) -> object:
 
 def _shows_pair(p: HandPlayer) -> bool:
     """R12: a pair among the up cards."""
-    ranks = [c >> 2 for c, up in zip(p.cards, p.up) if up]
+    ranks = [c >> 2 for c in p.ups]
     return len(set(ranks)) < len(ranks)
 
 
@@ -733,9 +735,12 @@ def _cards_dealt(t: Table, e: CardsDealt) -> None:
     hand.burns += parse_many(e.burned)
     for d in e.cards:
         p = hand.players[d.seat]
-        p.cards.append(parse(d.card))  # type: ignore[arg-type]
+        card = parse(d.card)  # type: ignore[arg-type]
+        p.cards.append(card)
         p.up.append(d.up)
         p.streets.append(e.street)
+        if d.up:
+            p.ups.append(card)
     if e.community is not None:
         hand.community.append(parse(e.community))
         hand.community_streets.append(e.street)
@@ -755,7 +760,10 @@ def _last_cards_exposed(t: Table, e: LastCardsExposed) -> None:
     hand = t.hand
     assert hand is not None
     for d in e.turned:
-        hand.players[d.seat].up[-1] = True
+        p = hand.players[d.seat]
+        if not p.up[-1]:
+            p.up[-1] = True
+            p.ups.append(p.cards[-1])
     hand.skip_last_round = e.skip_betting
 
 
