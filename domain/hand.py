@@ -67,7 +67,7 @@ class HandState:
         self.button = button
         self.players = {p.seat: p for p in players}
         self.order: list[int] = []     # dealing order, left of the button first
-        self._clockwise: dict[int, tuple[HandPlayer, ...]] = {}
+        self._clockwise: dict[int, tuple[HandPlayer, ...]] | None = None
         self.set_order([p.seat for p in players])
         self.deck: list[int] = []      # the deck, top first; ``pos`` is the next card
         self.pos = 0
@@ -101,13 +101,8 @@ class HandState:
         self._actors: list[HandPlayer] | None = None
 
     def set_order(self, seats: list[int]) -> None:
-        """The dealing order; and, worked out once here because the betting asks after
-        every action, the players clockwise after each seat."""
         self.order = seats
-        players = [self.players[s] for s in seats]
-        self._clockwise = {
-            p.seat: tuple(players[i + 1 :] + players[: i + 1]) for i, p in enumerate(players)
-        }
+        self._clockwise = None
 
     # --- queries ----------------------------------------------------------------------
 
@@ -130,6 +125,12 @@ class HandState:
 
     def clockwise_from(self, seat: int) -> tuple[HandPlayer, ...]:
         """Every player in dealing order, starting just after ``seat`` (``seat`` last)."""
+        if self._clockwise is None:
+            # worked out once per order, because the betting asks after every action
+            players = [self.players[s] for s in self.order]
+            self._clockwise = {
+                p.seat: tuple(players[i + 1 :] + players[: i + 1]) for i, p in enumerate(players)
+            }
         return self._clockwise[seat]
 
     def heads_up(self) -> bool:
