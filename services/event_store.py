@@ -94,6 +94,7 @@ from eventsourcing.persistence import (
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from eventsourcing.utils import get_topic, resolve_topic, retry
 from psycopg import sql
+from psycopg.rows import tuple_row
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -383,6 +384,10 @@ class PostgresEventStore:
         self._lock_timeout = f"{int(lock_timeout)}s"
         if create_table:
             self._create_append_function(database_url)
+        self._notifications_statement = sql.SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state "
+            "FROM {}.{} WHERE notification_id >= %s ORDER BY notification_id LIMIT %s"
+        ).format(sql.Identifier(schema), sql.Identifier(table))
         self._lengths_statement = sql.SQL(
             "SELECT originator_id, max(originator_version) AS version "
             "FROM {}.{} WHERE originator_id = ANY(%s) GROUP BY originator_id"
@@ -451,17 +456,16 @@ class PostgresEventStore:
         decode = self.mapper.decode
         return [decode(row.topic, row.state) for row in rows]
 
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def read_notifications(self, start: int, limit: int) -> list[Notification]:
-        rows = self.recorder.select_notifications(start=start, limit=limit)
+        """The relay's read: a prepared statement and plain tuples (eventsourcing's
+        ``select_notifications`` composes its SQL and builds two objects per row)."""
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            rows = cursor.execute(self._notifications_statement, (start, limit), prepare=True).fetchall()
         decode = self.mapper.decode
         return [
-            Notification(
-                id=row.id,
-                stream_id=str(row.originator_id),
-                version=row.originator_version,
-                event=decode(row.topic, row.state),
-            )
-            for row in rows
+            Notification(id=n, stream_id=stream_id, version=version, event=decode(topic, bytes(state)))
+            for n, stream_id, version, topic, state in rows
         ]
 
     def max_notification_id(self) -> int:
