@@ -51,6 +51,16 @@ def parse_many(texts: Sequence[str]) -> list[int]:
         return [parse(t) for t in texts]                     # says which card is bad
 
 
+# A memo key for the ranks of a few cards: one number with a base-8 digit per rank
+# counting its cards (never more than 4, so digits never carry).  Equal rank patterns
+# give equal numbers, and a card more is an addition.
+RANK_DIGIT = tuple(8 ** (card >> 2) for card in ALL_CARDS)
+
+
+def rank_pattern(cards: Iterable[int]) -> int:
+    return sum([RANK_DIGIT[c] for c in cards])
+
+
 def show(card: int) -> str:
     return CARD_TEXT[card]
 

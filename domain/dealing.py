@@ -3,7 +3,7 @@ who opens each betting round (R7 bring-in, R10 best board, R29 exposed last card
 
 from __future__ import annotations
 
-from .cards import DECK_SIZE, show, show_many
+from .cards import DECK_SIZE, rank_pattern, show, show_many
 from .deck import reshuffle_label, shuffled
 from .errors import DomainError
 from .events import CardsDealt, DealtCard
@@ -87,7 +87,8 @@ def bring_in_seat(hand: HandState) -> HandPlayer:
 def board(hand: HandState, game: Game, p: HandPlayer) -> list[int]:
     """The up cards that decide who opens (R10).  A 7th card counts as down even when
     exposed (R29); a community card counts as up when it replaced the penultimate card
-    (or any card in five-card stud) and as down when it replaced the last (R17.4)."""
+    (or any card in five-card stud) and as down when it replaced the last (R17.4).
+    The usual board, all his up cards, is ``p.ups`` itself (not a copy)."""
     last = game.last_street if not game.streets[-1].faces[0] else None
     # a player gets one card on the last street, his last: only it can be an exposed 7th
     cards = p.ups[:-1] if p.streets and p.streets[-1] == last and p.up[-1] else p.ups
@@ -96,17 +97,24 @@ def board(hand: HandState, game: Game, p: HandPlayer) -> list[int]:
     return cards
 
 
-def _board_value(cards: list[int]) -> tuple[int, ...]:
-    """``board_value`` memoised: below five cards suits never count, so the boards of
-    all tables fall into a few thousand rank patterns."""
-    key = tuple(sorted([c & ~3 for c in cards])) if len(cards) < 5 else tuple(sorted(cards))
+def _board_value(hand: HandState, game: Game, p: HandPlayer) -> tuple[int, ...]:
+    """``board_value`` of his board, memoised: below five cards suits never count, so
+    the boards of all tables fall into a few thousand rank patterns (the usual board's
+    pattern is kept by apply: ``p.up_ranks``)."""
+    cards = board(hand, game, p)
+    if len(cards) >= 5:
+        key: int | tuple[int, ...] = tuple(sorted(cards))
+    else:
+        key = p.up_ranks if cards is p.ups else rank_pattern(cards)
     value = _BOARD_VALUES.get(key)
     if value is None:
-        value = _BOARD_VALUES[key] = board_value(key)
+        value = _BOARD_VALUES[key] = board_value(
+            key if len(cards) >= 5 else tuple(sorted([c & ~3 for c in cards]))  # type: ignore[arg-type]
+        )
     return value
 
 
-_BOARD_VALUES: dict[tuple[int, ...], tuple[int, ...]] = {}
+_BOARD_VALUES: dict[int | tuple[int, ...], tuple[int, ...]] = {}
 
 
 def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
@@ -116,7 +124,7 @@ def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
     best: HandPlayer | None = None
     best_value: tuple[int, ...] = ()
     for p in hand.live():
-        value = _board_value(board(hand, game, p))
+        value = _board_value(hand, game, p)
         if best is None or value > best_value:
             best, best_value = p, value
     assert best is not None

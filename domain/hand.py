@@ -6,10 +6,12 @@ Plain mutable objects with slots: the aggregate changes them only by applying ev
 
 from __future__ import annotations
 
+from .cards import RANK_DIGIT
+
 
 class HandPlayer:
     __slots__ = (
-        "seat", "player", "start_stack", "stack", "cards", "up", "streets", "ups",
+        "seat", "player", "start_stack", "stack", "cards", "up", "streets", "ups", "up_ranks", "up_suits",
         "posted", "dealt_in", "folded", "all_in", "protected", "ante",
         "contributed", "round_bet", "acted_at", "showed", "mucked",
     )
@@ -23,6 +25,8 @@ class HandPlayer:
         self.up: list[bool] = []      # face of each card
         self.streets: list[int] = []  # the street each card came on
         self.ups: list[int] = []      # the cards of ``cards`` that are face up, in order
+        self.up_ranks = 0             # their rank_pattern (a memo key, kept as they come)
+        self.up_suits = 0             # their suits as a bit mask
         self.posted = False           # posted the ante (R5)
         self.dealt_in = False
         self.folded = False
@@ -43,6 +47,12 @@ class HandPlayer:
     @property
     def can_act(self) -> bool:
         return self.dealt_in and not self.folded and not self.all_in
+
+    def add_up_card(self, card: int) -> None:
+        """One more card face up (apply calls it; the cards lists are its own job)."""
+        self.ups.append(card)
+        self.up_ranks += RANK_DIGIT[card]
+        self.up_suits |= 1 << (card & 3)
 
     def put_in(self, amount: int) -> None:
         self.stack -= amount

@@ -415,7 +415,7 @@ class Table:
         if not self._game().streets[street].faces[-1]:
             return
         for p in hand.live():
-            said = _announcement(p.ups) if len(p.ups) >= 2 else None
+            said = _announcement(p) if len(p.ups) >= 2 else None
             if said is not None:
                 kind, rank, draws, en, de = said
                 self._emit(Announced(seat=p.seat, kind=kind, rank=rank, draws=list(draws), en=en, de=de))
@@ -618,13 +618,13 @@ class Table:
 Said = tuple[str | None, str | None, tuple[str, ...], str, str]
 
 
-def _announcement(ups: list[int]) -> Said | None:
-    """The announcement of a set of up cards, rendered in both languages.  Memoised by
+def _announcement(p: HandPlayer) -> Said | None:
+    """The announcement of a player's up cards, rendered in both languages.  Memoised by
     what it depends on: the ranks, and whether the cards are all of one suit (draws)."""
-    key = (tuple(sorted([c >> 2 for c in ups])), len({c & 3 for c in ups}) == 1)
+    key = (p.up_ranks, p.up_suits & (p.up_suits - 1) == 0)
     said = _ANNOUNCEMENTS.get(key, _UNKNOWN)
     if said is _UNKNOWN:
-        a = announcements.describe(ups)
+        a = announcements.describe(p.ups)
         said = _ANNOUNCEMENTS[key] = None if a is None else (
             a.kind, None if a.rank is None else RANKS[a.rank], tuple(a.draws),
             announcements.render(a, "en"), announcements.render(a, "de"),
@@ -632,7 +632,7 @@ def _announcement(ups: list[int]) -> Said | None:
     return said  # type: ignore[return-value]
 
 
-_ANNOUNCEMENTS: dict[tuple[tuple[int, ...], bool], Said | None] = {}
+_ANNOUNCEMENTS: dict[tuple[int, bool], Said | None] = {}
 _UNKNOWN = object()     # not memoised yet (None is a memoised "nothing to say")
 
 
@@ -740,7 +740,7 @@ def _cards_dealt(t: Table, e: CardsDealt) -> None:
         p.up.append(d.up)
         p.streets.append(e.street)
         if d.up:
-            p.ups.append(card)
+            p.add_up_card(card)
     if e.community is not None:
         hand.community.append(parse(e.community))
         hand.community_streets.append(e.street)
@@ -763,7 +763,7 @@ def _last_cards_exposed(t: Table, e: LastCardsExposed) -> None:
         p = hand.players[d.seat]
         if not p.up[-1]:
             p.up[-1] = True
-            p.ups.append(p.cards[-1])
+            p.add_up_card(p.cards[-1])
     hand.skip_last_round = e.skip_betting
 
 
