@@ -37,6 +37,7 @@ Partial boards (rule R10)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from itertools import combinations
 
 __all__ = [
@@ -241,6 +242,7 @@ _PLURAL = ("twos", "threes", "fours", "fives", "sixes", "sevens", "eights", "nin
            "tens", "jacks", "queens", "kings", "aces")
 
 
+@cache   # at most 7,462 distinct values
 def describe_high(value: int) -> str:
     """English text of a :func:`high_value`, e.g. ``"full house, kings full of sevens"``."""
     cat = high_category(value)
@@ -325,6 +327,7 @@ def low_value(cards: Sequence[int]) -> int | None:
     return _LOW[mask]
 
 
+@cache   # at most 56 distinct values
 def describe_low(value: int) -> str:
     """``"8-6-4-2-A low"``: the five low cards from highest down."""
     return "-".join(_LOW_NAMES[b] for b in range(7, -1, -1) if value >> b & 1) + " low"

@@ -30,16 +30,18 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
     top = max((contributions[s] for s in live), default=0)
     levels = [lv for lv in live_levels if lv < top] + [top]
     pots: list[Pot] = []
-    previous = 0
+    chips = list(contributions.values())
+    below = 0           # the chips up to the previous level
     for level in levels:
-        amount = sum(min(c, level) - min(c, previous) for c in contributions.values())
-        eligible = sorted(s for s in live if contributions[s] >= level)
+        up_to_level = sum([min(c, level) for c in chips])
+        amount = up_to_level - below
+        eligible = sorted([s for s in live if contributions[s] >= level])
         if amount and pots and pots[-1].eligible == eligible:
             pots[-1].amount += amount
         elif amount:
             pots.append(Pot(amount, eligible))
-        previous = level
-    leftover = sum(c - min(c, previous) for c in contributions.values())
+        below = up_to_level
+    leftover = sum(chips) - below
     if leftover:
         if pots:
             pots[-1].amount += leftover

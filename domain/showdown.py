@@ -44,17 +44,18 @@ def settle(hand: HandState, game: Game, config: TableConfig) -> list[PotAwarded]
     if hand.first_round_over:
         take_rake(all_pots, config.rake.basis_points, config.rake.cap)
     live = hand.live()
+    shown = [p for p in live if p.showed] if len(live) > 1 else []
+    high_of = {p.seat: high_value(_own_and_community(hand, p)) for p in shown}
+    low_of = {p.seat: low_value(_own_and_community(hand, p)) for p in shown} if game.hi_lo else {}
     awards = []
     for i, pot in enumerate(all_pots):
         prize = pot.amount - pot.rake
         if len(live) == 1:                        # R15: won without a showdown
             high, low = {live[0].seat: prize}, {}
         else:
-            contenders = [hand.players[s] for s in pot.eligible if hand.players[s].showed]
-            high_values = {p.seat: high_value(_own_and_community(hand, p)) for p in contenders}
-            low_values = (
-                {p.seat: low_value(_own_and_community(hand, p)) for p in contenders} if game.hi_lo else None
-            )
+            contenders = [s for s in pot.eligible if s in high_of]     # those who showed
+            high_values = {s: high_of[s] for s in contenders}
+            low_values = {s: low_of[s] for s in contenders} if game.hi_lo else None
             # R24: the odd chip goes to the highest single card among his own cards
             high, low = award(prize, high_values, low_values, lambda s: highest_card(hand.players[s].cards))
         awards.append(PotAwarded(pot=i, amount=pot.amount, rake=pot.rake, eligible=pot.eligible,
