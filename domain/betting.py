@@ -135,7 +135,7 @@ def next_to_act(hand: HandState, after: int) -> HandPlayer | None:
 
 def uncalled(hand: HandState) -> tuple[int, int] | None:
     """The part of the round's highest bet that nobody matched: (seat, chips) to return."""
-    bets = sorted((p.round_bet, p.seat) for p in hand.dealt())
+    bets = sorted([(p.round_bet, p.seat) for p in hand.dealt()])
     if len(bets) < 2:
         return None
     (second, _), (top, seat) = bets[-2], bets[-1]

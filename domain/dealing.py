@@ -3,7 +3,7 @@ who opens each betting round (R7 bring-in, R10 best board, R29 exposed last card
 
 from __future__ import annotations
 
-from .cards import DECK_SIZE, rank_pattern, show, show_many
+from .cards import DECK_SIZE, rank_pattern, show_many
 from .deck import reshuffle_label, shuffled
 from .errors import DomainError
 from .events import CardsDealt, DealtCard
@@ -12,30 +12,20 @@ from .hand import HandPlayer, HandState
 from .hand_ranking import board_value, lowest_card
 
 
-class _Source:
-    """Cards off the top of a list, refusing to read past a scripted deck's end."""
-
-    def __init__(self, cards: list[int], start: int) -> None:
-        self.cards = cards
-        self.next = start
-
-    def take(self) -> int:
-        if self.next >= len(self.cards):
-            raise DomainError("deck_too_short", f"the deck ran out after {len(self.cards)} cards")
-        card = self.cards[self.next]
-        self.next += 1
-        return card
+def _take(cards: list[int], start: int, count: int) -> list[str]:
+    """The next ``count`` cards from ``start``, as text, refusing to read past a
+    scripted deck's end."""
+    if start + count > len(cards):
+        raise DomainError("deck_too_short", f"the deck ran out after {len(cards)} cards")
+    return show_many(cards[start : start + count])
 
 
 def deal_first(hand: HandState, game: Game) -> CardsDealt:
     """R6: one card at a time clockwise from the button's left, round after round."""
-    source = _Source(hand.deck, hand.pos)
     dealt = hand.dealt()
-    cards = [
-        DealtCard(p.seat, show(source.take()), face)
-        for face in game.streets[0].faces
-        for p in dealt
-    ]
+    order = [(p.seat, face) for face in game.streets[0].faces for p in dealt]
+    taken = _take(hand.deck, hand.pos, len(order))
+    cards = [DealtCard(seat, card, face) for (seat, face), card in zip(order, taken)]
     return CardsDealt(street=0, cards=cards)
 
 
@@ -53,14 +43,15 @@ def deal_street(hand: HandState, game: Game, street: int) -> CardsDealt:
             need_community = True                    # R17.2
     if need_community and stub_size < 3:
         stub = _reshuffle(hand, street)              # R17.2: 1 or 2 cards left
-    source = _Source(stub, 0) if stub is not None else _Source(hand.deck, hand.pos)
-    burned = [show(source.take())]
+    source, start = (stub, 0) if stub is not None else (hand.deck, hand.pos)
     face = game.streets[street].faces[0]
     if need_community:
-        return CardsDealt(street=street, community=show(source.take()), burned=burned,
+        burn, community = _take(source, start, 2)
+        return CardsDealt(street=street, community=community, burned=[burn],
                           reshuffled=stub is not None, stub=show_many(stub or ()))
-    cards = [DealtCard(p.seat, show(source.take()), face) for p in live]
-    return CardsDealt(street=street, cards=cards, burned=burned,
+    burn, *taken = _take(source, start, 1 + len(live))
+    cards = [DealtCard(p.seat, card, face) for p, card in zip(live, taken)]
+    return CardsDealt(street=street, cards=cards, burned=[burn],
                       reshuffled=stub is not None, stub=show_many(stub or ()))
 
 

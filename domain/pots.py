@@ -27,7 +27,7 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
     the last live level) is added to the pot below it.
     """
     live_levels = sorted({contributions[s] for s in capped})
-    top = max((contributions[s] for s in live), default=0)
+    top = max([contributions[s] for s in live], default=0)
     levels = [lv for lv in live_levels if lv < top] + [top]
     pots: list[Pot] = []
     chips = list(contributions.values())

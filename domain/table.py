@@ -733,12 +733,12 @@ def _cards_dealt(t: Table, e: CardsDealt) -> None:
         hand.deck, hand.pos, hand.burns = parse_many(e.stub), 0, []
     taken = len(e.burned) + len(e.cards) + (e.community is not None)
     hand.burns += parse_many(e.burned)
-    for d in e.cards:
-        p = hand.players[d.seat]
-        card = parse(d.card)  # type: ignore[arg-type]
+    players, street = hand.players, e.street
+    for d, card in zip(e.cards, parse_many([d.card for d in e.cards])):  # type: ignore[misc]
+        p = players[d.seat]
         p.cards.append(card)
         p.up.append(d.up)
-        p.streets.append(e.street)
+        p.streets.append(street)
         if d.up:
             p.add_up_card(card)
     if e.community is not None:
