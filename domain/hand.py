@@ -69,7 +69,7 @@ class HandState:
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
         "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
         "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
-        "to_act", "turn_kind", "turn_options", "_live", "_actors", "_clockwise",
+        "to_act", "turn_kind", "turn_options", "_in_order", "_live", "_actors", "_clockwise",
     )
 
     def __init__(self, hand_no: int, button: int, players: list[HandPlayer]) -> None:
@@ -77,6 +77,7 @@ class HandState:
         self.button = button
         self.players = {p.seat: p for p in players}
         self.order: list[int] = []     # dealing order, left of the button first
+        self._in_order: list[HandPlayer] = []   # the players of ``order``
         self._clockwise: dict[int, tuple[HandPlayer, ...]] | None = None
         self.set_order([p.seat for p in players])
         self.deck: list[int] = []      # the deck, top first; ``pos`` is the next card
@@ -112,12 +113,13 @@ class HandState:
 
     def set_order(self, seats: list[int]) -> None:
         self.order = seats
+        self._in_order = [self.players[s] for s in seats]
         self._clockwise = None
 
     # --- queries ----------------------------------------------------------------------
 
     def dealt(self) -> list[HandPlayer]:
-        return [self.players[s] for s in self.order if self.players[s].dealt_in]
+        return [p for p in self._in_order if p.dealt_in]
 
     def changed(self) -> None:
         """Forget the cached player lists (the aggregate calls it after every event)."""
@@ -125,7 +127,7 @@ class HandState:
 
     def live(self) -> list[HandPlayer]:
         if self._live is None:
-            self._live = [self.players[s] for s in self.order if self.players[s].live]
+            self._live = [p for p in self._in_order if p.live]
         return self._live
 
     def actors(self) -> list[HandPlayer]:
@@ -137,7 +139,7 @@ class HandState:
         """Every player in dealing order, starting just after ``seat`` (``seat`` last)."""
         if self._clockwise is None:
             # worked out once per order, because the betting asks after every action
-            players = [self.players[s] for s in self.order]
+            players = self._in_order
             self._clockwise = {
                 p.seat: tuple(players[i + 1 :] + players[: i + 1]) for i, p in enumerate(players)
             }
