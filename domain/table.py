@@ -125,11 +125,12 @@ class Table:
     def _may_fail_midway(self, command: Command) -> bool:
         """Only a scripted deck shorter than 52 cards can refuse a command after its
         first events (``deck_too_short`` while dealing); such commands run on a
-        snapshot.  Every other refusal is decided before the first event."""
-        if isinstance(command, StartHand):
-            return command.deck is not None and len(command.deck) < DECK_SIZE
+        snapshot.  Every other refusal is decided before the first event (a StartHand
+        during a hand is refused at once)."""
         hand = self.hand
-        return hand is not None and 0 < len(hand.scripted_deck) < DECK_SIZE
+        if hand is not None:
+            return 0 < len(hand.scripted_deck) < DECK_SIZE
+        return type(command) is StartHand and command.deck is not None and len(command.deck) < DECK_SIZE
 
     def _snapshot(self) -> dict:
         return copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_events"})
