@@ -93,15 +93,16 @@ def _board_value(hand: HandState, game: Game, p: HandPlayer) -> tuple[int, ...]:
     the boards of all tables fall into a few thousand rank patterns (the usual board's
     pattern is kept by apply: ``p.up_ranks``)."""
     cards = board(hand, game, p)
-    if len(cards) >= 5:
-        key: int | tuple[int, ...] = tuple(sorted(cards))
+    key: int | tuple[int, ...]
+    if len(cards) >= 5:               # a whole poker hand: suits count (R17.4)
+        key = tuple(sorted(cards))
+    elif cards is p.ups:              # the usual board
+        key = p.up_ranks
     else:
-        key = p.up_ranks if cards is p.ups else rank_pattern(cards)
+        key = rank_pattern(cards)
     value = _BOARD_VALUES.get(key)
     if value is None:
-        value = _BOARD_VALUES[key] = board_value(
-            key if len(cards) >= 5 else tuple(sorted([c & ~3 for c in cards]))  # type: ignore[arg-type]
-        )
+        value = _BOARD_VALUES[key] = board_value(cards)
     return value
 
 

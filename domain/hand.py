@@ -11,7 +11,8 @@ from .cards import RANK_DIGIT
 
 class HandPlayer:
     __slots__ = (
-        "seat", "player", "start_stack", "stack", "cards", "up", "streets", "ups", "up_ranks", "up_suits",
+        "seat", "player", "start_stack", "stack", "cards", "up", "streets",
+        "ups", "up_ranks", "up_suits",
         "posted", "dealt_in", "folded", "all_in", "protected", "ante",
         "contributed", "round_bet", "acted_at", "showed", "mucked",
     )
