@@ -144,6 +144,7 @@ class RelayConfig:
     backoff_max: float = 2.0
     connect_timeout: float = 2.0
     request_timeout: float = 5.0    # JetStream API requests
+    position_interval: float = 0.05  # seconds: how often a busy relay writes its position
     max_tables: int = 100_000       # seat maps kept (least recently used dropped)
     # Tests only: called as fault(point, store) at "acked" (a batch's acks are in,
     # its position not yet written); an exception there counts as a bus failure.
@@ -517,6 +518,7 @@ class StoreStats:
     skipped: int = 0            # messages found already stored by a recovery scan
     recoveries: int = 0
     batches: int = 0
+    records: int = 0            # position records written
 
 
 class StoreRelay:
@@ -527,11 +529,14 @@ class StoreRelay:
         self.name = subjects.check_name(name)
         self.config = config
         self.outbox = Outbox(name, store.load, config.max_tables)
-        self.position = 0
+        self.position = 0               # as recorded in the KV bucket
+        self.acked = 0                  # every message up to here is acked (>= position)
+        self.unrecorded = 0             # notifications in (position, acked]
         self.pub_seq = 0
         self.priv_seq = 0
         self.revision: int | None = None
         self.stats = StoreStats()
+        self._recorded_at = 0.0
         self._prepare_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
 
@@ -558,7 +563,9 @@ class StoreRelay:
         self.wake.set()
 
     async def _idle(self) -> None:
-        await _pause(self.wake, self.config.poll_interval)
+        """Wait for a nudge; not longer than the position record may wait."""
+        wait = self.config.position_interval if self.unrecorded else self.config.poll_interval
+        await _pause(self.wake, wait)
 
     # -- the loop
 
@@ -595,17 +602,22 @@ class StoreRelay:
                         prefetch = asyncio.ensure_future(
                             asyncio.to_thread(self.prepare, batch.last_id + 1, self.config.batch_size)
                         )
-                    await self._acked(kv, batch, publisher, acks)
+                    await self._acked(batch, publisher, acks)
+                    if self._record_due():
+                        await self._record(kv)
                 if stop.is_set():
+                    await self._record(kv)
                     return
                 if prefetch is None:
                     self.wake.clear()
                     batch = await asyncio.to_thread(
-                        self.prepare, self.position + 1, self.config.batch_size
+                        self.prepare, self.acked + 1, self.config.batch_size
                     )
                 else:
                     batch, prefetch = await prefetch, None
                 if not batch.count:
+                    if self._record_due():
+                        await self._record(kv)
                     await self._idle()
         finally:
             if prefetch is not None:
@@ -627,7 +639,8 @@ class StoreRelay:
             else:
                 self.revision = entry.revision
                 record = json.loads(entry.value or b"{}")
-        self.position = int(record.get("position", 0))
+        self.position = self.acked = int(record.get("position", 0))
+        self.unrecorded = 0
         self.pub_seq = int(record.get("pub_seq", 0))
         self.priv_seq = int(record.get("priv_seq", 0))
         window = max(int(record.get("window", 0)), self.config.batch_size)
@@ -656,7 +669,8 @@ class StoreRelay:
                     filters, seq = [subjects.table_private_events(t) for t in sorted(tables)], self.priv_seq
                 present |= await self._stored_ids(js, stream, filters, seq)
             # Write the record (a claim on the store, and a window at least this big).
-            await self._save(kv, self.position, window)
+            await self._save(kv, self.position, max(window, self._window()))
+            self._recorded_at = time.monotonic()
         wanted = {m.msg_id for m in batch.messages}
         present &= wanted
         self.stats.skipped += len(present)
@@ -728,7 +742,7 @@ class StoreRelay:
                 raise
         return acks
 
-    async def _acked(self, kv: Any, batch: Prepared, publisher: Publisher, acks: Acks) -> None:
+    async def _acked(self, batch: Prepared, publisher: Publisher, acks: Acks) -> None:
         with _bus(f"{self.name}: acks"):
             try:
                 async with asyncio.timeout(self.config.ack_timeout):
@@ -740,13 +754,38 @@ class StoreRelay:
             with _bus(f"{self.name}: fault"):
                 self.config.fault("acked", self.name)
         self.pub_seq, self.priv_seq = acks.pub_seq, acks.priv_seq
-        with _bus(f"{self.name}: write position"):
-            await self._save(kv, batch.last_id, self.config.batch_size)
-        self.position = batch.last_id
+        self.acked = batch.last_id
+        self.unrecorded += batch.count
         self.stats.events += batch.count
         self.stats.messages += acks.sent
         self.stats.duplicates += acks.duplicates
         self.stats.batches += 1
+
+    # -- the position record
+
+    def _window(self) -> int:
+        """The ``window`` recorded: at most ``batch_size`` acked notifications go
+        unrecorded (:meth:`_record_due`), plus one batch in flight."""
+        return 2 * self.config.batch_size
+
+    def _record_due(self) -> bool:
+        """Whether to write the position now. Not after every batch: under live load
+        batches are small and many, and a write is a JetStream round trip in the
+        path of the next batch. Recovery rescans the unrecorded ones (the window)."""
+        if not self.unrecorded:
+            return False
+        return (self.unrecorded >= self.config.batch_size
+                or time.monotonic() - self._recorded_at >= self.config.position_interval)
+
+    async def _record(self, kv: Any) -> None:
+        """Write the position (all acked notifications), if it moved."""
+        if self.acked == self.position:
+            return
+        with _bus(f"{self.name}: write position"):
+            await self._save(kv, self.acked, self._window())
+        self.position = self.acked
+        self.unrecorded = 0
+        self._recorded_at = time.monotonic()
 
     async def _save(self, kv: Any, position: int, window: int) -> None:
         value = json.dumps(
@@ -763,6 +802,7 @@ class StoreRelay:
             self.revision = await kv.create(self.name, value)
         else:
             self.revision = await kv.update(self.name, value, last=self.revision)
+        self.stats.records += 1
 
 
 # ------------------------------------------------------------------------- sessions
