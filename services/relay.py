@@ -202,6 +202,20 @@ class SeatBook:
         self._max = max_tables
         self.rebuilds = 0
 
+    def follows(self, notes: Sequence[Notification]) -> bool:
+        """Whether ``notes`` can be turned into messages without reading the store
+        (every table's first note here is its first event, or the next one known)."""
+        seen: set[str] = set()
+        for n in notes:
+            if n.stream_id in seen:
+                continue
+            seen.add(n.stream_id)
+            if n.version > 1:
+                seats = self._tables.get(n.stream_id)
+                if seats is None or seats.version != n.version - 1:
+                    return False
+        return True
+
     def before(self, table: str, version: int) -> TableSeats:
         """The seats of ``table`` just before its event ``version``."""
         seats = self._tables.get(table)
@@ -539,17 +553,38 @@ class StoreRelay:
         self._recorded_at = 0.0
         self._prepare_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
+        reader = getattr(store, "notification_reader", None)
+        self._reader = reader() if reader is not None else None
 
-    # -- reading (in a worker thread)
+    # -- reading
 
-    def prepare(self, start: int, limit: int) -> Prepared:
-        with self._prepare_lock:
-            notes = self.store.read_notifications(start, limit)
+    async def prepare(self, start: int, limit: int) -> Prepared:
+        """The next batch: notifications from ``start`` and their messages. Read on
+        the event loop (an asyncio connection: the relay makes hundreds of small reads
+        a second under live load, a thread hop each cost a fifth of its CPU); the
+        messages are built here too unless a seat map must be loaded from the store
+        first (a restart, a table met mid-stream): that goes to a thread."""
+        if self._reader is not None:
+            notes = await self._reader.read(start, limit)
+        else:
+            notes = await asyncio.to_thread(self.store.read_notifications, start, limit)
+        if self.outbox.seats.follows(notes):
+            messages = self._messages(notes)
+        else:
+            messages = await asyncio.to_thread(self._messages, notes)
+        last = notes[-1].id if notes else start - 1
+        return Prepared(start, last, len(notes), messages)
+
+    def _messages(self, notes: Sequence[Notification]) -> list[Outgoing]:
+        with self._prepare_lock:    # a cancelled prefetch's thread may still be running
             messages: list[Outgoing] = []
             for n in notes:
                 messages += self.outbox.messages(n)
-        last = notes[-1].id if notes else start - 1
-        return Prepared(start, last, len(notes), messages)
+            return messages
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
 
     # -- waking
 
@@ -600,7 +635,7 @@ class StoreRelay:
                     else:
                         self.wake.clear()
                         prefetch = asyncio.ensure_future(
-                            asyncio.to_thread(self.prepare, batch.last_id + 1, self.config.batch_size)
+                            self.prepare(batch.last_id + 1, self.config.batch_size)
                         )
                     await self._acked(batch, publisher, acks)
                     if self._record_due():
@@ -610,9 +645,7 @@ class StoreRelay:
                     return
                 if prefetch is None:
                     self.wake.clear()
-                    batch = await asyncio.to_thread(
-                        self.prepare, self.acked + 1, self.config.batch_size
-                    )
+                    batch = await self.prepare(self.acked + 1, self.config.batch_size)
                 else:
                     batch, prefetch = await prefetch, None
                 if not batch.count:
@@ -621,7 +654,7 @@ class StoreRelay:
                     await self._idle()
         finally:
             if prefetch is not None:
-                prefetch.cancel()  # the thread finishes on its own (prepare is locked)
+                prefetch.cancel()  # a thread building messages finishes on its own (locked)
 
     # -- recovery
 
@@ -654,7 +687,7 @@ class StoreRelay:
                     "messages deleted)"
                 )
                 raise RelayError(msg)
-        batch = await asyncio.to_thread(self.prepare, self.position + 1, window)
+        batch = await self.prepare(self.position + 1, window)
         present: set[str] = set()
         with _bus(f"{self.name}: recovery scan"):
             await self._check_stream(js, subjects.PUBLIC_STREAM, self.pub_seq)
@@ -959,7 +992,11 @@ async def serve_relay(
             )
             if on_ready is not None:
                 on_ready(relay)
-            await relay.serve(stop)
+            try:
+                await relay.serve(stop)
+            finally:
+                for store_relay in relay.stores:
+                    await store_relay.close()
             return relay
         finally:
             for store in stores:
