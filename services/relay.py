@@ -98,6 +98,7 @@ import msgspec
 import nats
 import nats.errors
 import nats.js.errors
+import psycopg
 from eventsourcing.persistence import PersistenceError
 from nats.js import api
 from studroom.domain import views
@@ -615,7 +616,7 @@ class StoreRelay:
                 raise
             except Exception as error:
                 level = logging.WARNING if isinstance(error, _Conflict) else logging.ERROR
-                expected = (_Conflict, RelayError, OSError, PersistenceError)
+                expected = (_Conflict, RelayError, OSError, PersistenceError, psycopg.Error)
                 log.log(level, "relay %s: %r; retrying in %.1fs", self.name, error, backoff,
                         exc_info=not isinstance(error, expected))
                 await _pause(stop, backoff)

@@ -496,3 +496,36 @@ def test_a_crash_with_several_small_batches_unrecorded_loses_and_doubles_nothing
         await audit(nats_server.url, stores, writer)
 
     asyncio.run(scenario())
+
+
+def test_relay_survives_its_database_connections_being_killed(
+    nats_server: EmbeddedNats, database: str, stores: dict[str, PostgresEventStore]
+) -> None:
+    """The relay reads on an asyncio connection of its own (and loads seat maps
+    through the store's pool): both are re-opened after PostgreSQL drops them."""
+    writer = Writer(stores, tables_per_store=3, hands=20, seed=6)
+    writer.write(len(writer.queue) // 3)
+    backlog = writer.written
+
+    def kill_connections() -> int:
+        with psycopg.connect(database, autocommit=True) as conn:
+            return len(conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()").fetchall())
+
+    async def scenario() -> None:
+        stop = asyncio.Event()
+        task, _ = start_relay(nats_server.url, database, RelayConfig(batch_size=100), stop)
+        async with Monitor(nats_server.url) as monitor:
+            await monitor.wait_public(backlog // 3)
+            assert await asyncio.to_thread(kill_connections) > 0
+            background = writer.write_in_background(pace=0.01)
+            await asyncio.sleep(0.2)
+            await asyncio.to_thread(kill_connections)
+            await asyncio.to_thread(background.join)
+            await monitor.wait_caught_up(stores)
+        stop.set()
+        await asyncio.wait_for(task, 20)
+        await audit(nats_server.url, stores, writer)
+
+    asyncio.run(scenario())
