@@ -40,6 +40,7 @@ import psycopg
 from psycopg import sql
 from studroom.services import room as room_mod
 from studroom.services.config import Settings
+from studroom.services.stats import percentile
 
 
 @dataclass
@@ -224,7 +225,7 @@ def measure(nats_url: str, database_url: str, env: dict[str, str], log_dir: Path
         problems += services.stop()
     name = f"{instances} service{'s' if instances > 1 else ''}, {stores} store{'s' if stores > 1 else ''}"
     return Row(name, instances, stores, elapsed, actions, hands, events, errors,
-               room_mod.percentile(latencies, 50), room_mod.percentile(latencies, 99), problems,
+               percentile(latencies, 50), percentile(latencies, 99), problems,
                used)
 
 

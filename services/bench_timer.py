@@ -39,7 +39,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from studroom.domain.commands import Timeout
 from studroom.domain.events import TurnStarted
 from studroom.services import protocol, subjects
 from studroom.services.config import Settings
+from studroom.services.stats import percentile
 from studroom.services.timer_service import (
     PullLoop,
     TimerPayload,
@@ -73,14 +73,6 @@ class Row:
     @property
     def rate(self) -> float:
         return self.count / self.seconds if self.seconds > 0 else float("inf")
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[k]
 
 
 def render(rows: list[Row], header: str) -> str:

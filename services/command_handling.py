@@ -290,7 +290,7 @@ class CommandHandler:
         try:
             try:
                 events = table.execute(command)
-            except DomainError as refusal:
+            except DomainError:
                 if not (self.verify_refusals and not s.from_store and not s.events):
                     raise
                 fresh = self.store.load(table_id, after_version=table.version)

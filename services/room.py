@@ -55,6 +55,7 @@ from studroom.services.config import (
     NATS_URL_VAR,
     Settings,
 )
+from studroom.services.stats import percentile
 
 ROOM_GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 ROOM_RAKE = Rake(basis_points=500, cap=30)          # 5 %, at most 30 chips a hand
@@ -472,14 +473,6 @@ class Room:
             with contextlib.suppress(Exception):
                 await nc.drain()
         self._connections.clear()
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 class Progress:

@@ -31,16 +31,27 @@ from pathlib import Path
 from typing import Any
 
 from studroom.domain.commands import (
-    Act, BuyIn, Command, Muck, OpenTable, PostAnte, Show, SitDown,
+    Act,
+    BuyIn,
+    Command,
+    Muck,
+    OpenTable,
+    PostAnte,
+    Show,
+    SitDown,
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import (
-    ChipsBought, HandEnded, PlayerLeft, TurnStarted,
+    ChipsBought,
+    HandEnded,
+    PlayerLeft,
+    TurnStarted,
 )
 from studroom.domain.table import Table
 from studroom.services.client import TableClient
 from studroom.services.event_store import EventStore
 from studroom.services.protocol import Reply
+from studroom.services.stats import percentile
 
 STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
 WEIGHTS = {"fold": 1, "check": 4, "call": 5, "bet": 2, "raise": 2, "complete": 2, "bring_in": 4}
@@ -170,13 +181,6 @@ def chip_check(events: list[Any]) -> tuple[bool, str]:
     return True, f"{hands} hands, {table.version} events, bought {bought}, rake {rake}"
 
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 async def bench(
     nats_url: str,
     database_url: str,
@@ -188,7 +192,6 @@ async def bench(
     players: int = 4,
 ) -> dict[str, Any]:
     import nats
-
     from studroom.services.event_store import PostgresEventStore
     from studroom.services.partitions import store_of_table, store_schema
     from studroom.services.table_service import TableService
@@ -254,8 +257,8 @@ async def bench(
         "tables": tables, "stores": stores, "instances": instances, "seconds": round(elapsed, 2),
         "commands": sent, "commands_per_s": round(sent / elapsed, 1),
         "events_per_s": round(events / elapsed, 1),
-        "p50_ms": round(percentile(latencies, 0.50) * 1000, 2),
-        "p99_ms": round(percentile(latencies, 0.99) * 1000, 2),
+        "p50_ms": round(percentile(latencies, 50) * 1000, 2),
+        "p99_ms": round(percentile(latencies, 99) * 1000, 2),
         "mean_batch": round(commands / batches, 2) if batches else 0,
         "errors": sum(len(d.errors) for d in drivers), "chips_conserved": ok,
     }

@@ -51,12 +51,11 @@ import re
 import signal
 import socket
 import sys
-import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec

@@ -6,19 +6,18 @@ from __future__ import annotations
 import hashlib
 import random
 
-import msgspec
 import pytest
 
 from studroom.domain import views
 from studroom.domain.cards import parse
 from studroom.domain.commands import (
-    Act, BuyIn, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
+    Act, BuyIn, DealStreet, Leave, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.deck import commitment, deck_from_seed
 from studroom.domain.errors import DomainError
 from studroom.domain.events import (
-    AnteSkipped, CardsDealt, ChipsBought, HandCancelled, HandEnded, HandMucked, HandStarted,
+    AnteSkipped, CardsDealt, HandCancelled, HandEnded, HandMucked, HandStarted,
     LastCardsExposed, PlayerLeft, RoundStarted, TimedOut, TurnStarted,
 )
 from studroom.domain.games import GAMES
