@@ -240,6 +240,24 @@ class Drivers:
         return None
 
 
+async def armed_deadlines(js: Any, drivers: Any, ids: list[str], wait: float = 20.0) -> dict[str, int]:
+    """The deadline of each table whose sleeper's turn is open and whose timer the
+    service has scheduled (waits up to ``wait`` seconds for all of them)."""
+    deadline = time.monotonic() + wait
+    armed: dict[str, int] = {}
+    while len(armed) < len(ids) and time.monotonic() < deadline:
+        for table_id in set(ids) - set(armed):
+            turn = await drivers.sleeper_waiting(table_id)
+            if turn is None:
+                continue
+            with contextlib.suppress(Exception):
+                pending = await js.get_last_msg(subjects.TIMER_STREAM, subjects.timer_schedule(table_id))
+                if msgspec.json.decode(pending.data)["turn"] == turn.turn:
+                    armed[table_id] = turn.deadline_ms
+        await asyncio.sleep(0.05)
+    return armed
+
+
 def every_table_finished_with_one_timeout_per_turn(stack: Any, ids: list[str], drivers: Any) -> None:
     assert not drivers.refusals, drivers.refusals
     for table_id in ids:
@@ -399,19 +417,7 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
             for table_id in ids:
                 await drivers.open(table_id, config(seconds=2))
             # Wait until every table waits on its sleeper and the timer holds his schedule.
-            deadline = time.monotonic() + 20
-            armed: dict[str, int] = {}
-            while len(armed) < len(ids) and time.monotonic() < deadline:
-                for table_id in ids:
-                    turn = await drivers.sleeper_waiting(table_id)
-                    if turn is None or table_id in armed:
-                        continue
-                    with contextlib.suppress(Exception):
-                        pending = await js.get_last_msg(subjects.TIMER_STREAM,
-                                                        subjects.timer_schedule(table_id))
-                        if msgspec.json.decode(pending.data)["turn"] == turn.turn:
-                            armed[table_id] = turn.deadline_ms
-                await asyncio.sleep(0.05)
+            armed = await armed_deadlines(js, drivers, ids)
             assert len(armed) == len(ids), f"only {len(armed)} tables armed; log {log_path}"
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
@@ -560,19 +566,7 @@ def test_a_nats_restart_loses_no_pending_deadline(stack: Stack) -> None:
         try:
             for table_id in ids:
                 await drivers.open(table_id, config(seconds=3))
-            deadline = time.monotonic() + 20
-            armed: dict[str, int] = {}
-            while len(armed) < len(ids) and time.monotonic() < deadline:
-                for table_id in set(ids) - set(armed):
-                    turn = await drivers.sleeper_waiting(table_id)
-                    if turn is None:
-                        continue
-                    with contextlib.suppress(Exception):
-                        pending = await js.get_last_msg(subjects.TIMER_STREAM,
-                                                        subjects.timer_schedule(table_id))
-                        if msgspec.json.decode(pending.data)["turn"] == turn.turn:
-                            armed[table_id] = turn.deadline_ms
-                await asyncio.sleep(0.05)
+            armed = await armed_deadlines(js, drivers, ids)
             assert len(armed) == len(ids), f"only {len(armed)} tables armed"
             await asyncio.to_thread(server.kill)
             # The deadlines pass while NATS is down: they fire when it is back.
