@@ -228,11 +228,16 @@ class Table:
 
     # --- commands: a hand -------------------------------------------------------------
 
+    def ready_seats(self) -> list[int]:
+        """The seats that would be dealt in now: a player with chips, not sitting out,
+        not leaving (a hand needs two of them, R5)."""
+        return sorted(s for s, st in self.seats.items() if st.stack > 0 and not st.sitting_out and not st.leaving)
+
     def _start_hand(self, c: StartHand) -> None:
         config = self._require_config()
         if self.hand is not None:
             raise DomainError("hand_in_progress", f"hand {self.hand_no} is still being played")
-        ready = sorted(s for s, st in self.seats.items() if st.stack > 0 and not st.sitting_out and not st.leaving)
+        ready = self.ready_seats()
         if len(ready) < 2:
             raise DomainError("not_enough_players", "a hand needs two players with chips (R5)")
         button = self._next_button(ready) if c.button is None else c.button

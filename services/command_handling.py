@@ -110,11 +110,7 @@ def ready_for_next_hand(table: Table) -> bool:
     config = table.config
     if config is None or not config.auto_deal or table.hand is not None:
         return False
-    ready = 0
-    for seat in table.seats.values():
-        if seat.stack > 0 and not seat.sitting_out and not seat.leaving:
-            ready += 1
-    return ready >= 2
+    return len(table.ready_seats()) >= 2
 
 
 @dataclass(slots=True)
