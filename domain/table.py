@@ -452,7 +452,7 @@ class Table:
         assert hand is not None and self.config is not None
         self._emit(TurnStarted(
             turn=self.turn + 1, seat=p.seat, kind="act",
-            deadline_ms=c.now_ms + self.config.action_seconds * 1000,
+            deadline_ms=self._deadline(c, self.config.action_seconds),
             to_call=min(hand.current_bet - p.round_bet, p.stack), options=options(hand, p),
         ))
 
