@@ -36,7 +36,9 @@ def audit_hand(events: Sequence[Event]) -> Audit:
     seed = bytes.fromhex(ended.seed)
     if commitment(seed) != started.commitment:
         findings.append("the revealed seed does not match the published commitment")
-    deck, pos, burns, owner_of = deck_from_seed(seed), 0, [], {}
+    deck, pos = deck_from_seed(seed), 0
+    burns: list[int] = []
+    owner_of: dict[int, list[int]] = {}
     for e in events:
         if not isinstance(e, CardsDealt):
             continue

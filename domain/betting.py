@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .config import Stakes
 from .errors import DomainError
-from .events import Acted
+from .events import Acted, ActionName
 from .games import Game
 from .hand import HandPlayer, HandState
 
@@ -58,7 +58,7 @@ def _size(hand: HandState, game: Game, stakes: Stakes, size: str | None) -> int:
     return wanted
 
 
-def _raise_to(hand: HandState, p: HandPlayer, action: str, target: int, full_increment: int) -> Acted:
+def _raise_to(hand: HandState, p: HandPlayer, action: ActionName, target: int, full_increment: int) -> Acted:
     """Put ``p`` in up to ``target`` (or all-in); R16 decides if it counts as full."""
     amount = min(target - p.round_bet, p.stack)
     total = p.round_bet + amount
@@ -67,7 +67,7 @@ def _raise_to(hand: HandState, p: HandPlayer, action: str, target: int, full_inc
 
 
 def decide_action(
-    hand: HandState, game: Game, stakes: Stakes, p: HandPlayer, action: str, size: str | None
+    hand: HandState, game: Game, stakes: Stakes, p: HandPlayer, action: ActionName, size: str | None
 ) -> Acted:
     """The Acted event for ``p`` doing ``action``, or a DomainError saying why not."""
     legal = hand.turn_options if hand.turn_options is not None else options(hand, p)

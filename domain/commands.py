@@ -12,6 +12,7 @@ from typing import Literal, Union
 import msgspec
 
 from .config import TableConfig
+from .events import ActionName
 
 
 class Command(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, forbid_unknown_fields=True):
@@ -72,12 +73,10 @@ class DealStreet(Command, tag=True):
     mixed: bool = False
 
 
-Action = Literal["bring_in", "complete", "fold", "check", "call", "bet", "raise"]
-
 
 class Act(Command, tag=True):
     seat: int
-    action: Action
+    action: ActionName
     size: Literal["small", "big"] | None = None   # R12: only where the open pair gives a choice
 
 

@@ -22,6 +22,10 @@ import msgspec
 
 from .config import TableConfig
 
+ActionName = Literal["bring_in", "complete", "fold", "check", "call", "bet", "raise"]
+TimeoutOutcome = Literal["fold", "check", "bring_in", "protected", "show"]
+EndedOn = Literal["showdown", "fold"]
+
 
 class Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
     v: int = 1
@@ -180,7 +184,7 @@ class TurnStarted(Event, tag=True):
 
 class Acted(Event, tag=True):
     seat: int
-    action: Literal["bring_in", "complete", "fold", "check", "call", "bet", "raise"]
+    action: ActionName
     amount: int = 0               # chips this action put in
     to: int = 0                   # the seat's total bet in this round afterwards
     all_in: bool = False
@@ -193,7 +197,7 @@ class TimedOut(Event, tag=True):
 
     turn: int
     seat: int
-    outcome: Literal["fold", "check", "bring_in", "protected", "show"]
+    outcome: TimeoutOutcome
 
 
 class Announced(Event, tag=True):
@@ -242,7 +246,7 @@ class HandEnded(Event, tag=True):
     scripted deck, the deck order itself)."""
 
     hand_no: int
-    ended_on: Literal["showdown", "fold"]
+    ended_on: EndedOn
     stacks: dict[int, int]
     net: dict[int, int]
     rake: int

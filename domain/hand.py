@@ -7,15 +7,17 @@ Plain mutable objects with slots: the aggregate changes them only by applying ev
 from __future__ import annotations
 
 from .cards import RANK_DIGIT
+from .record import Record
 
 
-class HandPlayer:
-    __slots__ = (
+class HandPlayer(Record):
+    FIELDS = (
         "seat", "player", "start_stack", "stack", "cards", "up", "streets",
         "ups", "up_ranks", "up_suits",
         "posted", "dealt_in", "folded", "all_in", "protected", "ante",
         "contributed", "round_bet", "acted_at", "showed", "mucked",
     )
+    __slots__ = FIELDS
 
     def __init__(self, seat: int, player: str, stack: int) -> None:
         self.seat = seat
@@ -63,8 +65,8 @@ class HandPlayer:
             self.all_in = True
 
 
-class HandState:
-    __slots__ = (
+class HandState(Record):
+    FIELDS = (
         "hand_no", "button", "players", "order", "deck", "pos", "consumed", "burns",
         "community", "community_streets", "seed", "shuffle_seed", "scripted_deck",
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
@@ -72,6 +74,7 @@ class HandState:
         "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
         "to_act", "turn_kind", "turn_options", "_in_order", "_live", "_actors", "_clockwise",
     )
+    __slots__ = FIELDS
 
     def __init__(self, hand_no: int, button: int, players: list[HandPlayer]) -> None:
         self.hand_no = hand_no

@@ -109,7 +109,7 @@ def _straight_high(mask: int) -> int:
 
 
 def _top_ranks(mask: int, n: int) -> list[int]:
-    out = []
+    out: list[int] = []
     r = _ACE
     while r >= 0 and len(out) < n:
         if mask >> r & 1:

@@ -207,6 +207,7 @@ class _Run:
         ended = next((e for e in self.events if isinstance(e, HandEnded)), None)
         community = [e.community for e in self.events if isinstance(e, CardsDealt) and e.community]
         shown = {str(e.seat): e.cards for e in self.events if isinstance(e, HandShown)}
+        ended_on: str
         if ended is not None:
             stacks, net = ended.stacks, ended.net
             pots = [

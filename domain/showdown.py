@@ -51,7 +51,7 @@ def settle(hand: HandState, game: Game, config: TableConfig) -> list[PotAwarded]
     for i, pot in enumerate(all_pots):
         prize = pot.amount - pot.rake
         if len(live) == 1:                        # R15: won without a showdown
-            high, low = {live[0].seat: prize}, {}
+            high, low = {live[0].seat: prize}, dict[int, int]()
         else:
             contenders = [s for s in pot.eligible if s in high_of]     # those who showed
             high_values = {s: high_of[s] for s in contenders}

@@ -13,8 +13,10 @@ from __future__ import annotations
 import copy
 import hashlib
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import msgspec
-from collections.abc import Iterable
 
 from . import announcements
 from .betting import decide_action, next_to_act, options, uncalled
@@ -28,13 +30,14 @@ from .deck import commitment, deck_from_seed
 from .dealing import bring_in_seat, deal_first, deal_street, door_card, first_to_act
 from .errors import DomainError
 from .events import (
-    Acted, Announced, AntePosted, AnteSkipped, AntesCollected, CardsDealt, ChipsBought, DealtCard,
-    Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
+    Acted, ActionName, Announced, AntePosted, AnteSkipped, AntesCollected, CardsDealt, ChipsBought, DealtCard,
+    EndedOn, Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
     LeaveRequested, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded, RoundStarted, ShowdownStarted,
     SitOutChanged, TableOpened, TimedOut, TurnStarted,
 )
 from .games import GAMES, Game
 from .hand import HandPlayer, HandState
+from .record import Record
 from .hand_ranking import describe_high, describe_low, high_value, low_value
 from .showdown import check_muck, settle, showdown_order
 
@@ -42,8 +45,9 @@ from .showdown import check_muck, settle, showdown_order
 RECENT_COMMANDS = 1024   # how many command ids a table remembers to refuse replays
 
 
-class SeatState:
-    __slots__ = ("player", "stack", "sitting_out", "auto_ante", "leaving")
+class SeatState(Record):
+    FIELDS = ("player", "stack", "sitting_out", "auto_ante", "leaving")
+    __slots__ = FIELDS
 
     def __init__(self, player: str, auto_ante: bool) -> None:
         self.player = player
@@ -54,6 +58,9 @@ class SeatState:
 
 
 class Table:
+    """One table: its state is the attributes named in ``_STATE`` (``_events`` only
+    collects what the running command emits)."""
+
     def __init__(self) -> None:
         self.table_id: str | None = None
         self.config: TableConfig | None = None
@@ -85,10 +92,10 @@ class Table:
             self.hand.changed()
         self.version += 1
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """Everything the table knows, as plain data: two tables with equal ``state()``
         are the same table (replay tests, dispute tools)."""
-        return _plain({k: v for k, v in self.__dict__.items() if k != "_events"})
+        return {name: _plain(getattr(self, name)) for name in _STATE}
 
     def execute(self, command: Command) -> list[Event]:
         """Run one command: the events it caused, or a DomainError and no change."""
@@ -103,7 +110,8 @@ class Table:
             handler(self, command)
         except DomainError:
             if snapshot is not None:
-                self.__dict__.update(snapshot)
+                for name, value in snapshot.items():
+                    setattr(self, name, value)
             self._events = []
             raise
         events, self._events = self._events, []
@@ -132,8 +140,10 @@ class Table:
             return 0 < len(hand.scripted_deck) < DECK_SIZE
         return type(command) is StartHand and command.deck is not None and len(command.deck) < DECK_SIZE
 
-    def _snapshot(self) -> dict:
-        return copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "_events"})
+    def _snapshot(self) -> dict[str, Any]:
+        """A deep copy of the state; the config and game rules are immutable, and shared."""
+        shared = {id(self.config): self.config, id(self.game): self.game}
+        return copy.deepcopy({name: getattr(self, name) for name in _STATE}, shared)
 
     # --- small helpers ----------------------------------------------------------------
 
@@ -529,17 +539,18 @@ class Table:
             self._next_showdown_turn(c)
             return
         opts = options(hand, p)
+        action: ActionName | None
         if "bring_in" in opts:
-            outcome = "bring_in"      # R7: the bring-in cannot fold; his timeout posts it
+            action = "bring_in"       # R7: the bring-in cannot fold; his timeout posts it
         elif "check" in opts:
-            outcome = "check"         # R19 decision: a free check is taken
+            action = "check"          # R19 decision: a free check is taken
         elif config.timeout_policy == "all_in_protection" and p.contributed > p.ante:
-            outcome = "protected"     # R19: all-in for what he has put in
+            action = None             # R19: protected, all-in for what he has put in
         else:
-            outcome = "fold"
-        self._emit(TimedOut(turn=c.turn, seat=seat, outcome=outcome))
-        if outcome != "protected":
-            self._emit(decide_action(hand, self._game(), config.stakes, p, outcome, None))
+            action = "fold"
+        self._emit(TimedOut(turn=c.turn, seat=seat, outcome="protected" if action is None else action))
+        if action is not None:
+            self._emit(decide_action(hand, self._game(), config.stakes, p, action, None))
         self._after_action(c, seat)
 
     # --- the showdown -----------------------------------------------------------------
@@ -591,7 +602,7 @@ class Table:
             raise DomainError("not_your_turn", f"seat {hand.to_act} decides first (R21)")
         return p
 
-    def _finish(self, c: Command, ended_on: str) -> None:
+    def _finish(self, c: Command, ended_on: EndedOn) -> None:
         hand = self._hand()
         awards = settle(hand, self._game(), self._require_config())
         for award in awards:
@@ -642,13 +653,13 @@ _ANNOUNCEMENTS: dict[tuple[int, bool], Said | None] = {}
 _UNKNOWN = object()     # not memoised yet (None is a memoised "nothing to say")
 
 
-def _plain(value: object) -> object:
+def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    if hasattr(value, "__slots__") and not isinstance(value, msgspec.Struct):
-        return {k: _plain(getattr(value, k)) for k in value.__slots__ if not k.startswith("_")}  # type: ignore[attr-defined]
+    if isinstance(value, Record):
+        return {k: _plain(getattr(value, k)) for k in value.FIELDS if not k.startswith("_")}
     return value
 
 
@@ -870,7 +881,11 @@ def _hand_ended(t: Table, e: HandEnded) -> None:
     t.hand_no, t.hand = e.hand_no, None
 
 
-_APPLY = {
+# the attributes that make up a table's state (``state()``, snapshots)
+_STATE = ("table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version",
+          "recent_commands")
+
+_APPLY: dict[type[Event], Callable[[Table, Any], None]] = {
     TableOpened: _opened, PlayerSatDown: _sat_down, ChipsBought: _bought,
     SitOutChanged: _sit_out_changed, PlayerLeft: _left, LeaveRequested: _leave_requested,
     HandStarted: _hand_started, AntePosted: _ante_posted, AnteSkipped: _ante_skipped,
@@ -886,7 +901,7 @@ _CHANGES_WHO_IS_IN = {
     LeaveRequested, AnteSkipped, AntePosted, AntesCollected, TimedOut, RoundEnded, HandStarted,
 }
 
-_HANDLERS = {
+_HANDLERS: dict[type[Command], Callable[[Table, Any], None]] = {
     OpenTable: Table._open, SitDown: Table._sit_down, BuyIn: Table._buy_in, SitOut: Table._sit_out,
     Leave: Table._leave, StartHand: Table._start_hand, PostAnte: Table._post_ante,
     SkipAnte: Table._skip_ante, DealStreet: Table._deal_street_command, Act: Table._act,

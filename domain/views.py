@@ -23,17 +23,21 @@ def _blank_secrets(event: Event) -> Event:
     return msgspec.structs.replace(event, **{name: make() for name, make in _blanks(type(event)).items()})
 
 
-def _blanks(cls: type) -> dict[str, Callable[[], object]]:
+def _blanks(cls: type[Event]) -> dict[str, Callable[[], object]]:
     """For each secret field of an event type, a maker of its default (empty) value."""
     blanks = _DEFAULTS.get(cls)  # type: ignore[assignment]
     if blanks is None:
         fields = msgspec.inspect.type_info(cls).fields  # type: ignore[attr-defined]
         blanks = {
-            f.name: f.default_factory if f.default is msgspec.NODEFAULT else (lambda v=f.default: v)
+            f.name: f.default_factory if f.default is msgspec.NODEFAULT else _constant(f.default)
             for f in fields if f.name in cls.__secret__
         }
         _DEFAULTS[cls] = blanks
     return blanks
+
+
+def _constant(value: object) -> Callable[[], object]:
+    return lambda: value
 
 
 def _hide(cards: list[DealtCard], owner: int | None) -> list[DealtCard]:

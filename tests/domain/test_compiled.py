@@ -1,0 +1,79 @@
+"""The compiled domain (mypyc, setup.py) and its pure Python source are the same rules:
+the same random hands give byte-identical event streams in both."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+
+import studroom.domain as domain
+
+# plays a fixed set of random hands (all games, 2 and max seats, some timeouts) and
+# prints a digest of the JSON of every event, and where each rule module came from
+PLAY = """
+import hashlib, random, sys
+import msgspec
+import studroom.domain.table
+from studroom.services.simulate import new_table, play_hand, top_up
+
+digest = hashlib.sha256()
+for game, seats in (("seven_card_stud", 2), ("seven_card_stud", 8), ("seven_card_stud_hilo", 2),
+                    ("seven_card_stud_hilo", 8), ("five_card_stud", 2), ("five_card_stud", 10)):
+    table, events = new_table(game, seats, stack=300)
+    rng = random.Random(f"{game}/{seats}")
+    for _ in range(40):
+        events += top_up(table, 300)
+        events += play_hand(table, rng, timeout_rate=0.05)
+    digest.update(msgspec.json.encode(events))
+print(digest.hexdigest())
+print(studroom.domain.table.__file__)
+"""
+
+
+def _play(pure: bool) -> tuple[str, str]:
+    env = dict(os.environ)
+    env.pop("STUDROOM_PURE_PYTHON", None)
+    if pure:
+        env["STUDROOM_PURE_PYTHON"] = "1"
+    out = subprocess.run([sys.executable, "-c", PLAY], env=env, capture_output=True, text=True, check=True)
+    digest, origin = out.stdout.split()
+    return digest, origin
+
+
+def test_compiled_and_pure_rules_give_identical_events():
+    pure_digest, pure_origin = _play(pure=True)
+    default_digest, default_origin = _play(pure=False)
+    assert pure_origin.endswith("table.py")
+    if domain.COMPILED:               # built with a compiler (make always tries): compare
+        assert not default_origin.endswith(".py")
+    assert default_digest == pure_digest
+
+
+def test_the_running_rules_are_the_compiled_ones_when_built():
+    """``COMPILED`` tells the truth about every rule module."""
+    for name in domain.NATIVE_MODULES:
+        module = importlib.import_module(f"studroom.domain.{name}")
+        assert module.__file__ is not None
+        assert module.__file__.endswith(".py") != domain.COMPILED, name
+
+
+def test_a_source_newer_than_its_compiled_copy_runs_pure():
+    """An edited rule never runs as its stale compiled copy."""
+    if not domain.COMPILED:
+        return                          # nothing compiled, nothing can be stale
+    source = os.path.join(os.path.dirname(domain.__file__), "pots.py")
+    stat = os.stat(source)
+    try:
+        os.utime(source, (stat.st_atime, stat.st_mtime + 3600))
+        out = subprocess.run(
+            [sys.executable, "-W", "always", "-c",
+             "import studroom.domain as d, studroom.domain.pots as p; print(d.COMPILED, p.__file__)"],
+            capture_output=True, text=True, check=True,
+        )
+    finally:
+        os.utime(source, (stat.st_atime, stat.st_mtime))
+    compiled, origin = out.stdout.split()
+    assert compiled == "False" and origin.endswith("pots.py")
+    assert "newer than its compiled copy" in out.stderr
