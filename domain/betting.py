@@ -6,13 +6,15 @@ DomainError; they never change the hand (the aggregate applies the event).
 
 from __future__ import annotations
 
+from typing import Final
+
 from .config import Stakes
 from .errors import DomainError
 from .events import Acted, ActionName
 from .games import Game
 from .hand import HandPlayer, HandState
 
-CAP = 4  # R14: one bet and three raises
+CAP: Final = 4  # R14: one bet and three raises
 
 
 def bet_sizes(hand: HandState, game: Game, stakes: Stakes) -> tuple[int, ...]:

@@ -11,17 +11,18 @@ On the wire (events, scenarios) a card is the usual two-letter text, ``"Kd"``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final
 
-RANKS = "23456789TJQKA"
-SUITS = "cdhs"
+RANKS: Final = "23456789TJQKA"
+SUITS: Final = "cdhs"
 
-DECK_SIZE = 52
-ALL_CARDS = tuple(range(DECK_SIZE))
+DECK_SIZE: Final = 52
+ALL_CARDS: Final = tuple(range(DECK_SIZE))
 
-CARD_TEXT = tuple(r + s for r in RANKS for s in SUITS)
-_CARD_OF_TEXT = {text: card for card, text in enumerate(CARD_TEXT)}
+CARD_TEXT: Final = tuple(r + s for r in RANKS for s in SUITS)
+_CARD_OF_TEXT: Final = {text: card for card, text in enumerate(CARD_TEXT)}
 
-ACE = 12
+ACE: Final = 12
 
 
 class BadCard(ValueError):
@@ -36,25 +37,26 @@ def suit(card: int) -> int:
     return card & 3
 
 
-def parse(text: str) -> int:
-    """``"Kd"`` -> card number; raises :class:`BadCard` on anything else."""
-    try:
-        return _CARD_OF_TEXT[text]
-    except (KeyError, TypeError):
-        raise BadCard(f"not a card: {text!r} (rank of {RANKS} + suit of {SUITS})") from None
+def parse(text: str | None) -> int:
+    """``"Kd"`` -> card number; raises :class:`BadCard` on anything else (a hidden card,
+    ``None``, included)."""
+    card = _CARD_OF_TEXT.get(text) if isinstance(text, str) else None
+    if card is None:
+        raise BadCard(f"not a card: {text!r} (rank of {RANKS} + suit of {SUITS})")
+    return card
 
 
 def parse_many(texts: Sequence[str]) -> list[int]:
     try:
-        return list(map(_CARD_OF_TEXT.__getitem__, texts))   # the fast way, for a whole deck
+        return [_CARD_OF_TEXT[t] for t in texts]     # the fast way, for a whole deck
     except (KeyError, TypeError):
-        return [parse(t) for t in texts]                     # says which card is bad
+        return [parse(t) for t in texts]             # says which card is bad
 
 
 # A memo key for the ranks of a few cards: one number with a base-8 digit per rank
 # counting its cards (never more than 4, so digits never carry).  Equal rank patterns
 # give equal numbers, and a card more is an addition.
-RANK_DIGIT = tuple(8 ** (card >> 2) for card in ALL_CARDS)
+RANK_DIGIT: Final = tuple(8 ** (card >> 2) for card in ALL_CARDS)
 
 
 def rank_pattern(cards: Iterable[int]) -> int:

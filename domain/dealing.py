@@ -3,6 +3,8 @@ who opens each betting round (R7 bring-in, R10 best board, R29 exposed last card
 
 from __future__ import annotations
 
+from typing import Final
+
 from .cards import DECK_SIZE, rank_pattern, show_many
 from .deck import reshuffle_label, shuffled
 from .errors import DomainError
@@ -106,7 +108,7 @@ def _board_value(hand: HandState, game: Game, p: HandPlayer) -> tuple[int, ...]:
     return value
 
 
-_BOARD_VALUES: dict[int | tuple[int, ...], tuple[int, ...]] = {}
+_BOARD_VALUES: Final[dict[int | tuple[int, ...], tuple[int, ...]]] = {}
 
 
 def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Sequence
+from typing import Final
 
 from .cards import ALL_CARDS
 
-SEED_BYTES = 32
+SEED_BYTES: Final = 32
 
 
 def commitment(seed: bytes) -> str:
@@ -30,7 +31,7 @@ def commitment(seed: bytes) -> str:
     return hashlib.sha256(seed).hexdigest()
 
 
-_SPAN = 0x1_0000_0000    # 2**32: the number of distinct 32-bit words
+_SPAN: Final = 0x1_0000_0000    # 2**32: the number of distinct 32-bit words
 
 
 def _words(prefix: bytes, first_block: int, blocks: int) -> list[int]:

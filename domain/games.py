@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
-DOWN = False
-UP = True
+DOWN: Final = False
+UP: Final = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,7 @@ class Game:
         return len(self.streets) - 2
 
 
-SEVEN_CARD_STREETS = (
+SEVEN_CARD_STREETS: Final = (
     Street("3rd", (DOWN, DOWN, UP), big=False),        # R6: two down, the door card up
     Street("4th", (UP,), big=False, open_pair_street=True),
     Street("5th", (UP,), big=True),
@@ -42,14 +43,14 @@ SEVEN_CARD_STREETS = (
     Street("7th", (DOWN,), big=True),                  # R9: the river comes down
 )
 
-FIVE_CARD_STREETS = (
+FIVE_CARD_STREETS: Final = (
     Street("2nd", (DOWN, UP), big=False),              # R6: one down, one up
     Street("3rd", (UP,), big=False, open_pair_street=True),
     Street("4th", (UP,), big=True),
     Street("5th", (UP,), big=True),
 )
 
-GAMES = {
+GAMES: Final = {
     "seven_card_stud": Game("seven_card_stud", 8, False, SEVEN_CARD_STREETS),
     "seven_card_stud_hilo": Game("seven_card_stud_hilo", 8, True, SEVEN_CARD_STREETS),
     "five_card_stud": Game("five_card_stud", 10, False, FIVE_CARD_STREETS),

@@ -126,7 +126,8 @@ class HandState(Record):
         return [p for p in self._in_order if p.dealt_in]
 
     def changed(self) -> None:
-        """Forget the cached player lists (the aggregate calls it after every event)."""
+        """Forget the cached player lists: applying an event that folds a player, makes
+        him all-in or deals him in calls it."""
         self._live = self._actors = None
 
     def live(self) -> list[HandPlayer]:

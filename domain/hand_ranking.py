@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cache
 from itertools import combinations
+from typing import Final
 
 __all__ = [
     "HIGH_CARD",
@@ -63,7 +64,7 @@ __all__ = [
 ]
 
 HIGH_CARD, PAIR, TWO_PAIR, TRIPS, STRAIGHT, FLUSH, FULL_HOUSE, QUADS, STRAIGHT_FLUSH = range(9)
-CATEGORY_NAMES = (
+CATEGORY_NAMES: Final = (
     "high card",
     "pair",
     "two pair",
@@ -75,19 +76,19 @@ CATEGORY_NAMES = (
     "straight flush",
 )
 
-_CAT_SHIFT = 20
-_ACE = 12
-_WHEEL_MASK = 0b1_0000_0000_1111  # A, 5, 4, 3, 2
-_FIVE = 3  # rank of the five: high card of the wheel
+_CAT_SHIFT: Final = 20
+_ACE: Final = 12
+_WHEEL_MASK: Final = 0b1_0000_0000_1111  # A, 5, 4, 3, 2
+_FIVE: Final = 3  # rank of the five: high card of the wheel
 
-_RANK_FIELD_MASK = (1 << 39) - 1
-_SUIT_SHIFT = 40
-_SUIT_BIAS = 0x3333  # suit counter + 3 sets bit 3 of its nibble iff the count is >= 5
-_SUIT_HIT = 0x8888
+_RANK_FIELD_MASK: Final = (1 << 39) - 1
+_SUIT_SHIFT: Final = 40
+_SUIT_BIAS: Final = 0x3333  # suit counter + 3 sets bit 3 of its nibble iff the count is >= 5
+_SUIT_HIT: Final = 0x8888
 
 # Card weight: rank counter (3 bits per rank) + suit counter (4 bits per suit).
-_WEIGHT = tuple((1 << (3 * (c >> 2))) + (1 << (_SUIT_SHIFT + 4 * (c & 3))) for c in range(52))
-_RANK_WEIGHT = tuple(1 << (3 * r) for r in range(13))
+_WEIGHT: Final = tuple((1 << (3 * (c >> 2))) + (1 << (_SUIT_SHIFT + 4 * (c & 3))) for c in range(52))
+_RANK_WEIGHT: Final = tuple(1 << (3 * r) for r in range(13))
 
 
 def _pack(category: int, ranks: Sequence[int]) -> int:
@@ -236,9 +237,9 @@ def _nibbles(value: int) -> list[int]:
     return [(value >> (4 * i)) & 15 for i in range(4, -1, -1)]
 
 
-_SINGULAR = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+_SINGULAR: Final = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
              "jack", "queen", "king", "ace")
-_PLURAL = ("twos", "threes", "fours", "fives", "sixes", "sevens", "eights", "nines",
+_PLURAL: Final = ("twos", "threes", "fours", "fives", "sixes", "sevens", "eights", "nines",
            "tens", "jacks", "queens", "kings", "aces")
 
 
@@ -295,7 +296,7 @@ def best_five(cards: Sequence[int]) -> tuple[int, ...]:
 # --- 8 or better low (rule R25) -----------------------------------------------------
 
 # Bit of a card in the low mask: ace = bit 0, 2 = bit 1, ..., 8 = bit 7; 9..K none.
-_LOW_BIT = tuple(
+_LOW_BIT: Final = tuple(
     1 if (c >> 2) == _ACE else (1 << ((c >> 2) + 1) if (c >> 2) <= 6 else 0) for c in range(52)
 )
 
@@ -310,8 +311,8 @@ def _low_entry(mask: int) -> int | None:
     return out
 
 
-_LOW = tuple(_low_entry(m) for m in range(256))
-_LOW_NAMES = ("A", "2", "3", "4", "5", "6", "7", "8")
+_LOW: Final = tuple(_low_entry(m) for m in range(256))
+_LOW_NAMES: Final = ("A", "2", "3", "4", "5", "6", "7", "8")
 
 
 def low_value(cards: Sequence[int]) -> int | None:

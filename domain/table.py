@@ -14,7 +14,7 @@ import copy
 import hashlib
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -42,7 +42,7 @@ from .hand_ranking import describe_high, describe_low, high_value, low_value
 from .showdown import check_muck, settle, showdown_order
 
 
-RECENT_COMMANDS = 1024   # how many command ids a table remembers to refuse replays
+RECENT_COMMANDS: Final = 1024   # how many command ids a table remembers to refuse replays
 
 
 class SeatState(Record):
@@ -84,12 +84,10 @@ class Table:
         return table
 
     def apply(self, event: Event) -> None:
-        kind = type(event)
-        _APPLY[kind](self, event)
-        if event.command_id is not None:
-            self._remember(event.command_id)
-        if kind in _CHANGES_WHO_IS_IN and self.hand is not None:
-            self.hand.changed()
+        _APPLY[type(event)](self, event)
+        command_id = event.command_id
+        if command_id is not None:
+            self._remember(command_id)
         self.version += 1
 
     def state(self) -> dict[str, Any]:
@@ -102,8 +100,9 @@ class Table:
         handler = _HANDLERS.get(type(command))
         if handler is None:
             raise DomainError("unknown_command", f"no such command: {type(command).__name__}")
-        if command.command_id is not None and command.command_id in self.recent_commands:
-            raise DomainError("duplicate_command", f"command {command.command_id} was already carried out")
+        command_id = command.command_id
+        if command_id is not None and command_id in self.recent_commands:
+            raise DomainError("duplicate_command", f"command {command_id} was already carried out")
         self._events = []
         snapshot = self._snapshot() if self._may_fail_midway(command) else None
         try:
@@ -115,9 +114,9 @@ class Table:
             self._events = []
             raise
         events, self._events = self._events, []
-        if command.command_id is not None and events:
-            events[0] = msgspec.structs.replace(events[0], command_id=command.command_id)
-            self._remember(command.command_id)
+        if command_id is not None and events:
+            events[0] = msgspec.structs.replace(events[0], command_id=command_id)
+            self._remember(command_id)
         return events
 
     def _remember(self, command_id: str) -> None:
@@ -467,13 +466,12 @@ class Table:
         ))
 
     def _act(self, c: Act) -> None:
-        hand = self.hand
-        if hand is None or hand.to_act != c.seat or hand.turn_kind != "act":
+        hand, seat = self.hand, c.seat
+        if hand is None or hand.to_act != seat or hand.turn_kind != "act":
             self._refuse_act(c)
         assert hand is not None and self.config is not None and self.game is not None
-        event = decide_action(hand, self.game, self.config.stakes, hand.players[c.seat], c.action, c.size)
-        self._emit(event)
-        self._after_action(c, c.seat)
+        self._emit(decide_action(hand, self.game, self.config.stakes, hand.players[seat], c.action, c.size))
+        self._after_action(c, seat)
 
     def _refuse_act(self, c: Act) -> None:
         """Why an action that is not the awaited one is refused, most basic reason first."""
@@ -649,8 +647,8 @@ def _announcement(p: HandPlayer) -> Said | None:
     return said  # type: ignore[return-value]
 
 
-_ANNOUNCEMENTS: dict[tuple[int, bool], Said | None] = {}
-_UNKNOWN = object()     # not memoised yet (None is a memoised "nothing to say")
+_ANNOUNCEMENTS: Final[dict[tuple[int, bool], Said | None]] = {}
+_UNKNOWN: Final = object()     # not memoised yet (None is a memoised "nothing to say")
 
 
 def _plain(value: Any) -> Any:
@@ -701,6 +699,7 @@ def _leave_requested(t: Table, e: LeaveRequested) -> None:
     hand.turn_options = None       # one player fewer may lift the cap (R14): recompute
     if hand.phase == "ante" or (hand.phase in ("deal", "betting") and p.can_act):
         p.folded = True
+        hand.changed()
         if hand.to_act == e.seat:
             hand.to_act = hand.turn_kind = None
 
@@ -719,13 +718,19 @@ def _hand_started(t: Table, e: HandStarted) -> None:
 
 
 def _ante_posted(t: Table, e: AntePosted) -> None:
-    p = t.hand.players[e.seat]  # type: ignore[union-attr]
+    hand = t.hand
+    assert hand is not None
+    p = hand.players[e.seat]
     p.put_in(e.amount)
     p.ante, p.posted, p.round_bet = e.amount, True, 0
+    hand.changed()
 
 
 def _ante_skipped(t: Table, e: AnteSkipped) -> None:
-    t.hand.players[e.seat].folded = True  # type: ignore[union-attr]
+    hand = t.hand
+    assert hand is not None
+    hand.players[e.seat].folded = True
+    hand.changed()
 
 
 def _hand_cancelled(t: Table, e: HandCancelled) -> None:
@@ -739,32 +744,35 @@ def _antes_collected(t: Table, e: AntesCollected) -> None:
         hand.players[s].dealt_in = True
     dealt_in = set(e.seats)
     hand.set_order([s for s in hand.order if s in dealt_in])
+    hand.changed()
     hand.phase, hand.to_act, hand.turn_kind = "deal", None, None
 
 
 def _cards_dealt(t: Table, e: CardsDealt) -> None:
     hand = t.hand
     assert hand is not None
+    street, dealt, burned, community = e.street, e.cards, e.burned, e.community
     if e.reshuffled:                       # R17: burns (and stub) shuffled together
         hand.consumed -= len(hand.burns)
         hand.deck, hand.pos, hand.burns = parse_many(e.stub), 0, []
-    taken = len(e.burned) + len(e.cards) + (e.community is not None)
-    hand.burns += parse_many(e.burned)
-    players, street = hand.players, e.street
-    for d, card in zip(e.cards, parse_many([d.card for d in e.cards])):  # type: ignore[misc]
+    taken = len(burned) + len(dealt) + (community is not None)
+    hand.burns += parse_many(burned)
+    players = hand.players
+    for d in dealt:
+        card, up = parse(d.card), d.up
         p = players[d.seat]
         p.cards.append(card)
-        p.up.append(d.up)
+        p.up.append(up)
         p.streets.append(street)
-        if d.up:
+        if up:
             p.add_up_card(card)
-    if e.community is not None:
-        hand.community.append(parse(e.community))
-        hand.community_streets.append(e.street)
+    if community is not None:
+        hand.community.append(parse(community))
+        hand.community_streets.append(street)
     hand.pos += taken
     hand.consumed += taken
-    hand.street = e.street
-    hand.first_round_over = hand.first_round_over or e.street > 0
+    hand.street = street
+    hand.first_round_over = hand.first_round_over or street > 0
     hand.current_bet = hand.raise_count = hand.reopen = 0
     hand.big_made = hand.open_pair = hand.bring_in_pending = hand.round_acted = False
     hand.round_first = hand.round_aggressor = hand.to_act = hand.turn_kind = None
@@ -801,25 +809,27 @@ def _turn_started(t: Table, e: TurnStarted) -> None:
 def _acted(t: Table, e: Acted) -> None:
     hand = t.hand
     assert hand is not None and t.config is not None
-    p = hand.players[e.seat]
-    if e.action == "fold":
+    action, seat, amount = e.action, e.seat, e.amount
+    p = hand.players[seat]
+    if action == "fold":
         p.folded = True
-    elif e.amount:
-        p.put_in(e.amount)
-    if e.action == "fold" or e.all_in:
+    elif amount:
+        p.put_in(amount)
+    if action == "fold" or e.all_in:
         hand.changed()
     hand.bring_in_pending = False
-    if e.action == "bring_in":
+    if action == "bring_in":
         hand.current_bet = max(hand.current_bet, t.config.stakes.bring_in_amount)  # R16
-        hand.round_aggressor = e.seat
-    elif e.action in ("complete", "bet", "raise"):
+        hand.round_aggressor = seat
+    elif action in ("complete", "bet", "raise"):
+        to = e.to
         if e.full:
             hand.raise_count += 1
             hand.reopen += 1
-            if e.to - hand.current_bet >= t.config.stakes.big_bet:
+            if to - hand.current_bet >= t.config.stakes.big_bet:
                 hand.big_made = True                                              # R12
-        hand.current_bet = max(hand.current_bet, e.to)
-        hand.round_aggressor = e.seat
+        hand.current_bet = max(hand.current_bet, to)
+        hand.round_aggressor = seat
     p.acted_at = hand.reopen
     hand.round_acted = True
     hand.to_act = hand.turn_kind = None
@@ -833,6 +843,7 @@ def _timed_out(t: Table, e: TimedOut) -> None:
         p.all_in = p.protected = True
         p.acted_at = hand.reopen
         hand.to_act = hand.turn_kind = None
+        hand.changed()
 
 
 def _round_ended(t: Table, e: RoundEnded) -> None:
@@ -844,6 +855,7 @@ def _round_ended(t: Table, e: RoundEnded) -> None:
         p.contributed -= e.returned
         p.round_bet -= e.returned
         p.all_in = p.protected or p.stack == 0
+        hand.changed()
     if hand.round_acted:                   # R21: remember who would show first
         hand.showdown_lead = hand.round_aggressor if hand.round_aggressor is not None else hand.round_first
         hand.lead_is_aggressor = hand.round_aggressor is not None
@@ -882,10 +894,11 @@ def _hand_ended(t: Table, e: HandEnded) -> None:
 
 
 # the attributes that make up a table's state (``state()``, snapshots)
-_STATE = ("table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version",
-          "recent_commands")
+_STATE: Final = (
+    "table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version", "recent_commands",
+)
 
-_APPLY: dict[type[Event], Callable[[Table, Any], None]] = {
+_APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {
     TableOpened: _opened, PlayerSatDown: _sat_down, ChipsBought: _bought,
     SitOutChanged: _sit_out_changed, PlayerLeft: _left, LeaveRequested: _leave_requested,
     HandStarted: _hand_started, AntePosted: _ante_posted, AnteSkipped: _ante_skipped,
@@ -896,12 +909,7 @@ _APPLY: dict[type[Event], Callable[[Table, Any], None]] = {
     PotAwarded: _nothing, HandEnded: _hand_ended,
 }
 
-# events after which the hand's cached live/actor lists must be rebuilt
-_CHANGES_WHO_IS_IN = {
-    LeaveRequested, AnteSkipped, AntePosted, AntesCollected, TimedOut, RoundEnded, HandStarted,
-}
-
-_HANDLERS: dict[type[Command], Callable[[Table, Any], None]] = {
+_HANDLERS: Final[dict[type[Command], Callable[[Table, Any], None]]] = {
     OpenTable: Table._open, SitDown: Table._sit_down, BuyIn: Table._buy_in, SitOut: Table._sit_out,
     Leave: Table._leave, StartHand: Table._start_hand, PostAnte: Table._post_ante,
     SkipAnte: Table._skip_ante, DealStreet: Table._deal_street_command, Act: Table._act,
