@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Final
 
 from .cards import DECK_SIZE, rank_pattern, show_many
-from .deck import reshuffle_label, shuffled
+from .deck import Deck, ListedDeck, reshuffle_label, shuffled
 from .errors import DomainError
 from .events import CardsDealt, DealtCard
 from .games import Game
@@ -14,12 +14,12 @@ from .hand import HandPlayer, HandState
 from .hand_ranking import board_value, lowest_card
 
 
-def _take(cards: list[int], start: int, count: int) -> list[str]:
+def _take(deck: Deck, start: int, count: int) -> list[str]:
     """The next ``count`` cards from ``start``, as text, refusing to read past a
     scripted deck's end."""
-    if start + count > len(cards):
-        raise DomainError("deck_too_short", f"the deck ran out after {len(cards)} cards")
-    return show_many(cards[start : start + count])
+    if start + count > deck.size():
+        raise DomainError("deck_too_short", f"the deck ran out after {deck.size()} cards")
+    return show_many(deck.cards(start, count))
 
 
 def deal_first(hand: HandState, game: Game) -> CardsDealt:
@@ -36,7 +36,7 @@ def deal_street(hand: HandState, game: Game, street: int) -> CardsDealt:
     live = hand.live()
     stub_size = DECK_SIZE - hand.consumed
     need_community = bool(hand.community)
-    stub: list[int] | None = None
+    stub: ListedDeck | None = None
     if not need_community and stub_size < len(live) + 1:
         enough = {game.penultimate_street: len(live) + 3, game.last_street: len(live) + 2}.get(street)
         if enough is not None and stub_size + len(hand.burns) >= enough:
@@ -50,18 +50,20 @@ def deal_street(hand: HandState, game: Game, street: int) -> CardsDealt:
     if need_community:
         burn, community = _take(source, start, 2)
         return CardsDealt(street=street, community=community, burned=[burn],
-                          reshuffled=stub is not None, stub=show_many(stub or ()))
+                          reshuffled=stub is not None, stub=show_many(stub.order if stub else ()))
     burn, *taken = _take(source, start, 1 + len(live))
     cards = [DealtCard(p.seat, card, face) for p, card in zip(live, taken)]
     return CardsDealt(street=street, cards=cards, burned=[burn],
-                      reshuffled=stub is not None, stub=show_many(stub or ()))
+                      reshuffled=stub is not None, stub=show_many(stub.order if stub else ()))
 
 
-def _reshuffle(hand: HandState, street: int) -> list[int]:
+def _reshuffle(hand: HandState, street: int) -> ListedDeck:
     """The undealt stub and the burn cards, shuffled with the hand's seed (R17)."""
-    if len(hand.deck) < DECK_SIZE:
+    deck = hand.deck
+    if deck.size() < DECK_SIZE:
         raise DomainError("deck_too_short", "a reshuffle (R17) needs the whole 52-card deck")
-    return shuffled(hand.deck[hand.pos :] + hand.burns, hand.shuffle_seed, reshuffle_label(street))
+    stub = deck.cards(hand.pos, deck.size() - hand.pos)
+    return ListedDeck(shuffled(stub + hand.burns, hand.shuffle_seed, reshuffle_label(street)))
 
 
 def door_card(p: HandPlayer) -> int:

@@ -83,15 +83,16 @@ class HandSeat(msgspec.Struct, frozen=True):
 
 
 class HandStarted(Event, tag=True):
-    """R32: ``commitment`` is public; the deck order and seed are dealer-only until the
-    hand's last event reveals them."""
+    """R32: ``commitment`` is public; the seed (or a scripted deck) is dealer-only until
+    the hand's last event reveals it.  A seeded deck's order is not listed: the seed
+    fixes it (``deck.py``), and the hand deals only as far as it needs."""
 
     __secret__ = ("deck", "seed")
     hand_no: int
     button: int
     seats: list[HandSeat]          # everyone dealt in, in dealing order (left of button)
     commitment: str
-    deck: list[str] = []           # the order cards come off the deck (empty: live dealer)
+    deck: list[str] = []           # a scripted deck, top first (empty: seeded or live dealer)
     seed: str | None = None
 
 

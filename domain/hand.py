@@ -7,6 +7,7 @@ Plain mutable objects with slots: the aggregate changes them only by applying ev
 from __future__ import annotations
 
 from .cards import RANK_DIGIT
+from .deck import Deck, ListedDeck
 from .record import Record
 
 
@@ -84,7 +85,7 @@ class HandState(Record):
         self._in_order: list[HandPlayer] = []   # the players of ``order``
         self._clockwise: dict[int, tuple[HandPlayer, ...]] | None = None
         self.set_order([p.seat for p in players])
-        self.deck: list[int] = []      # the deck, top first; ``pos`` is the next card
+        self.deck: Deck = ListedDeck([])   # top first; ``pos`` is the next card's place
         self.pos = 0
         self.consumed = 0              # cards taken from the 52 (dealt and burned)
         self.burns: list[int] = []     # burned cards still set aside (R17 may reshuffle them)

@@ -26,7 +26,7 @@ from .commands import (
     SkipAnte, StartHand, Timeout,
 )
 from .config import TableConfig, too_many_players, validate
-from .deck import commitment, deck_from_seed
+from .deck import ListedDeck, SeededDeck, commitment
 from .dealing import bring_in_seat, deal_first, deal_street, door_card, first_to_act
 from .errors import DomainError
 from .events import (
@@ -275,7 +275,7 @@ class Table:
                 raise DomainError("bad_seed", "the seed must be hex") from None
             if not seed:
                 raise DomainError("bad_seed", "the seed is empty")
-            return show_many(deck_from_seed(seed)), c.seed, commitment(seed)
+            return [], c.seed, commitment(seed)      # the seed alone fixes the order
         if c.deck is not None:
             try:
                 cards = parse_many(c.deck)
@@ -347,7 +347,7 @@ class Table:
             raise DomainError("auto_dealt", "this table deals by itself")
         if hand.phase != "deal":
             raise DomainError("not_dealing_now", "no street is due to be dealt")
-        if c.cards is None and not hand.deck:
+        if c.cards is None and not hand.deck.size():
             raise DomainError("bad_deal", "a live dealer's street must carry its cards")
         self._deal(c, c)
 
@@ -707,11 +707,12 @@ def _leave_requested(t: Table, e: LeaveRequested) -> None:
 def _hand_started(t: Table, e: HandStarted) -> None:
     players = [HandPlayer(s.seat, s.player, s.stack) for s in e.seats]
     hand = HandState(e.hand_no, e.button, players)
-    hand.deck = parse_many(e.deck)
     if e.seed is not None:
         hand.seed = bytes.fromhex(e.seed)
         hand.shuffle_seed = hand.seed
+        hand.deck = SeededDeck(hand.seed)
     else:
+        hand.deck = ListedDeck(parse_many(e.deck))
         hand.scripted_deck = list(e.deck)
         hand.shuffle_seed = hashlib.sha256(("scripted:" + ",".join(e.deck)).encode()).digest()
     t.hand, t.button = hand, e.button
@@ -754,7 +755,7 @@ def _cards_dealt(t: Table, e: CardsDealt) -> None:
     street, dealt, burned, community = e.street, e.cards, e.burned, e.community
     if e.reshuffled:                       # R17: burns (and stub) shuffled together
         hand.consumed -= len(hand.burns)
-        hand.deck, hand.pos, hand.burns = parse_many(e.stub), 0, []
+        hand.deck, hand.pos, hand.burns = ListedDeck(parse_many(e.stub)), 0, []
     taken = len(burned) + len(dealt) + (community is not None)
     hand.burns += parse_many(burned)
     players = hand.players
