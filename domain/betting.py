@@ -137,10 +137,14 @@ def next_to_act(hand: HandState, after: int) -> HandPlayer | None:
 
 def uncalled(hand: HandState) -> tuple[int, int] | None:
     """The part of the round's highest bet that nobody matched: (seat, chips) to return."""
-    bets = sorted([(p.round_bet, p.seat) for p in hand.dealt()])
-    if len(bets) < 2:
-        return None
-    (second, _), (top, seat) = bets[-2], bets[-1]
-    if top > second and hand.players[seat].live:
-        return seat, top - second
+    top = second = 0
+    leader: HandPlayer | None = None
+    for p in hand.dealt():
+        bet = p.round_bet
+        if bet > top:
+            top, second, leader = bet, top, p
+        elif bet > second:
+            second = bet
+    if leader is not None and top > second and leader.live:
+        return leader.seat, top - second
     return None

@@ -26,8 +26,11 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
     seats are the same are merged.  A pot no live seat reached (only folded money above
     the last live level) is added to the pot below it.
     """
-    live_levels = sorted({contributions[s] for s in capped})
     top = max([contributions[s] for s in live], default=0)
+    if not capped:                   # nobody all-in: one pot (what the loop below gives)
+        total = sum(contributions.values())
+        return [Pot(total, sorted([s for s in live if contributions[s] >= top]))] if total else []
+    live_levels = sorted({contributions[s] for s in capped})
     levels = [lv for lv in live_levels if lv < top] + [top]
     pots: list[Pot] = []
     chips = list(contributions.values())

@@ -32,20 +32,19 @@ def _cumulative(options: tuple[str, ...]) -> list[int]:
 def choose(turn: TurnStarted, rng: random.Random, open_pair: bool = False) -> Command:
     """A legal answer to a turn, as any client sees it (weighted towards calling).
     ``open_pair``: the street allows a big bet (R12), so sometimes ask for one."""
-    if turn.kind == "ante":
+    seat, options = turn.seat, turn.options
+    if seat is None:
         raise ValueError("the ante window is answered with PostAnte by seat")
-    assert turn.seat is not None
-    options = turn.options
     cumulative = _cumulative(tuple(options))
     # rng.choices(options, cum_weights=cumulative)[0] without its checks and set-up, for
     # speed: the same draw from the same random number
     action = options[bisect(cumulative, rng.random() * cumulative[-1], 0, len(options) - 1)]
     if action == "show":
-        return Show(seat=turn.seat)
+        return Show(seat=seat)
     if action == "muck":
-        return Muck(seat=turn.seat)
+        return Muck(seat=seat)
     size = rng.choice(("small", "big")) if open_pair and action in ("bet", "raise") else None
-    return Act(seat=turn.seat, action=action, size=size)
+    return Act(seat=seat, action=action, size=size)
 
 
 def new_table(game: str, players: int, stack: int = 2000, **config: object) -> tuple[Table, list[Event]]:
@@ -61,8 +60,7 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
     """Start a hand from a fresh seed and play it to the end with random legal moves."""
     events = table.execute(StartHand(seed=rng.randbytes(32).hex()))
     turn = _last_turn(events)
-    while table.hand is not None:
-        hand = table.hand
+    while (hand := table.hand) is not None:
         if timeout_rate and rng.random() < timeout_rate:
             command: Command = Timeout(turn=turn.turn)
         elif turn.kind == "ante":
@@ -81,6 +79,10 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
 
 
 def _last_turn(events: list[Event]) -> TurnStarted | None:
+    """The turn a command's events started, if any (usually their last event)."""
+    last = events[-1] if events else None
+    if type(last) is TurnStarted:
+        return last
     for e in reversed(events):
         if type(e) is TurnStarted:
             return e
