@@ -23,6 +23,7 @@ import random
 import sys
 import time
 
+from studroom import domain
 from studroom.domain.events import Acted, TurnStarted
 
 from . import bench_eval, bench_pokerkit
@@ -32,7 +33,7 @@ GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 SEATS = (2, 8)
 STACK = 2000
 GOAL = 20.0
-WARMUP_HANDS = 5
+WARMUP_SECONDS = 0.5   # per engine and case, untimed: imports, first calls, memo tables
 
 
 class DomainRunner:
@@ -74,6 +75,10 @@ class DomainRunner:
         self.commands += commands
         self.seconds += spent
 
+    def reset(self) -> None:
+        self.hands = self.events = self.actions = self.commands = 0
+        self.seconds = 0.0
+
     @property
     def hands_per_second(self) -> float:
         return self.hands / self.seconds if self.seconds else 0.0
@@ -87,14 +92,10 @@ def _slice(seconds: float) -> float:
 def measure_case(game: str, players: int, seconds: float, seed: int = 1) -> dict:
     ours = DomainRunner(game, players, seed)
     theirs = bench_pokerkit.make_runner(game, players, seed)
-    for _ in range(WARMUP_HANDS):              # imports, caches, first-call costs
-        play_hand(ours.table, random.Random(seed + 1))
-        top_up(ours.table, STACK)
-        if theirs is not None:
-            theirs.run_for(0.0)
-    if theirs is not None:
-        theirs.hands = theirs.actions = 0
-        theirs.seconds = 0.0
+    for runner in (ours, theirs):   # a room runs for days: measure the steady state
+        if runner is not None:
+            runner.run_for(WARMUP_SECONDS)
+            runner.reset()
     piece = _slice(seconds)
     turn = 0
     while ours.seconds < seconds or (theirs is not None and theirs.seconds < seconds):
@@ -147,6 +148,9 @@ def render(hands: list[dict], evals: list[dict], seconds: float) -> str:
          f"(Python {sys.version.split()[0]}, pokerkit {pk or 'not installed'})"),
         ("stakes: ante 5, bring-in 10, small bet 20, big bet 40; stacks 2000; "
          "weights fold 1, check 4, call 5, bet/raise/complete 2"),
+        ("our rules: " + ("compiled with mypyc" if domain.COMPILED else
+                          "pure Python (not compiled, or STUDROOM_PURE_PYTHON=1)")
+         + f"; each engine warms up {WARMUP_SECONDS:g} s per case, untimed"),
         "",
     ]
     header = ["game", "seats", "studroom h/s", "pokerkit h/s", "ratio", f"goal {GOAL:g}x",

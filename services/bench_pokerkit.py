@@ -147,6 +147,10 @@ class Runner:
         self.actions += actions
         self.seconds += now - start
 
+    def reset(self) -> None:
+        self.hands = self.actions = 0
+        self.seconds = 0.0
+
     @property
     def hands_per_second(self) -> float:
         return self.hands / self.seconds if self.seconds else 0.0
