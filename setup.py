@@ -5,7 +5,8 @@ compiles the modules that domain/__init__.py lists in ``NATIVE_MODULES`` into C 
 behaviour, proven by tests/domain/test_compiled.py).  Without a compiler, or with
 STUDROOM_PURE_PYTHON=1, the package installs as pure Python and works the same, slower.
 
-mypyc names a module after its path, so it compiles them through build/mypyc-src/, where
+mypy type-checks what it compiles, so msgspec (the events' base class) is a build
+requirement too (pyproject.toml).  mypyc names a module after its path, so it compiles them through build/mypyc-src/, where
 ``studroom/domain`` links to ``domain/`` (our repository keeps the top-level layout, the
 import name is ``studroom.domain``).  The modules defining msgspec Structs (events,
 commands, config, announcements) stay interpreted: msgspec reads their annotations.
