@@ -63,6 +63,9 @@ class Shuffle(Record):
         self._words: list[int] = []    # the stream so far
         self._used = 0                 # words drawn from it
 
+    def _blank(self) -> Shuffle:
+        return Shuffle((), b"", b"")
+
     def fix(self, count: int) -> list[int]:
         """Shuffle until the last ``count`` positions are final; the cards by position."""
         cards = self._cards
@@ -116,6 +119,9 @@ class ListedDeck(Deck):
     def __init__(self, order: list[int]) -> None:
         self.order = order
 
+    def _blank(self) -> ListedDeck:
+        return ListedDeck([])
+
     def size(self) -> int:
         return len(self.order)
 
@@ -131,6 +137,9 @@ class SeededDeck(Deck):
 
     def __init__(self, seed: bytes) -> None:
         self._shuffle = Shuffle(ALL_CARDS, seed, b"deck")
+
+    def _blank(self) -> SeededDeck:
+        return SeededDeck(b"")
 
     def size(self) -> int:
         return DECK_SIZE

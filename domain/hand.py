@@ -43,6 +43,9 @@ class HandPlayer(Record):
         self.showed = False
         self.mucked = False
 
+    def _blank(self) -> HandPlayer:
+        return HandPlayer(self.seat, self.player, self.stack)
+
     @property
     def live(self) -> bool:
         """Dealt in and not folded: still contesting the pot."""
@@ -115,6 +118,9 @@ class HandState(Record):
         self.turn_options: list[str] | None = None   # what the player to act may do
         self._live: list[HandPlayer] | None = None
         self._actors: list[HandPlayer] | None = None
+
+    def _blank(self) -> HandState:
+        return HandState(self.hand_no, self.button, [])
 
     def set_order(self, seats: list[int]) -> None:
         self.order = seats

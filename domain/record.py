@@ -1,26 +1,28 @@
-"""The base of the rules' mutable state objects (seats, hand players, the hand).
+"""The base of the rules' mutable state objects (seats, hand players, the hand, decks).
 
-They are plain objects with slots.  What a copy of one holds is spelled out here,
-because the compiled domain (mypyc) builds classes that ``copy.deepcopy`` cannot read
-by itself; the table deep-copies them for its snapshots, and ``Table.state()`` lists
-the same fields.
+They are plain objects with slots, listed in ``FIELDS`` (``Table.state()`` shows the
+public ones).  The table deep-copies them for its snapshots; compiled (mypyc) classes
+cannot be rebuilt by ``copy.deepcopy`` on its own, so each record says how to make a
+blank one of itself (``_blank``) and the fields are copied into it.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import ClassVar
 
-from mypy_extensions import mypyc_attr
 
-
-@mypyc_attr(serializable=True)
 class Record:
     __slots__ = ()
     FIELDS: ClassVar[tuple[str, ...]] = ()   # each subclass: its slots
 
-    def __getstate__(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in self.FIELDS}
+    def _blank(self) -> Record:
+        """A new object of the same class, whatever its fields (they are overwritten)."""
+        raise NotImplementedError
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
+    def __deepcopy__(self, memo: dict[int, object]) -> Record:
+        new = self._blank()
+        memo[id(self)] = new
+        for name in self.FIELDS:
+            setattr(new, name, copy.deepcopy(getattr(self, name), memo))
+        return new

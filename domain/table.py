@@ -56,6 +56,9 @@ class SeatState(Record):
         self.auto_ante = auto_ante
         self.leaving = False
 
+    def _blank(self) -> SeatState:
+        return SeatState(self.player, self.auto_ante)
+
 
 class Table:
     """One table: its state is the attributes named in ``_STATE`` (``_events`` only

@@ -77,3 +77,24 @@ def test_a_source_newer_than_its_compiled_copy_runs_pure():
     compiled, origin = out.stdout.split()
     assert compiled == "False" and origin.endswith("pots.py")
     assert "newer than its compiled copy" in out.stderr
+
+
+def test_records_built_and_deep_copied_from_interpreted_code_are_whole():
+    """The state objects work the same from interpreted callers (tests, tools) as from
+    the compiled rules, and a deep copy (the table's snapshots) is equal but separate."""
+    import copy
+
+    from studroom.domain.deck import ListedDeck, SeededDeck
+    from studroom.domain.hand import HandPlayer, HandState
+    from studroom.domain.table import SeatState, _plain
+
+    player = HandPlayer(3, "ann", 100)
+    player.cards.append(7)
+    records = [SeatState("ann", True), player, HandState(1, 0, [player]),
+               ListedDeck([1, 2, 3]), SeededDeck(b"seed")]
+    for record in records:
+        twin = copy.deepcopy(record)
+        assert type(twin) is type(record) and twin is not record
+        assert _plain(twin) == _plain(record)
+    assert SeededDeck(b"seed").cards(0, 5) == copy.deepcopy(SeededDeck(b"seed")).cards(0, 5)
+    assert copy.deepcopy(player).cards is not player.cards
