@@ -1,5 +1,5 @@
 """The compiled domain (mypyc, setup.py) and its pure Python source are the same rules:
-the same random hands give byte-identical event streams in both."""
+the same random hands and the same golden scenario files give byte-identical output."""
 
 from __future__ import annotations
 
@@ -7,15 +7,20 @@ import importlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import studroom.domain as domain
 
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
+
 # plays a fixed set of random hands (all games, 2 and max seats, some timeouts) and
-# prints a digest of the JSON of every event, and where each rule module came from
+# every golden scenario file (errors and refusals included), and prints a digest of
+# all the output, and where the rule modules came from
 PLAY = """
-import hashlib, random, sys
+import hashlib, json, pathlib, random, sys
 import msgspec
 import studroom.domain.table
+from studroom.domain.scenario import ScriptError, play
 from studroom.services.simulate import new_table, play_hand, top_up
 
 digest = hashlib.sha256()
@@ -27,6 +32,12 @@ for game, seats in (("seven_card_stud", 2), ("seven_card_stud", 8), ("seven_card
         events += top_up(table, 300)
         events += play_hand(table, rng, timeout_rate=0.05)
     digest.update(msgspec.json.encode(events))
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    try:
+        out = play(json.loads(path.read_text())["scenario"])
+    except ScriptError as refused:
+        out = {"error": str(refused)}
+    digest.update(msgspec.json.encode(out))
 print(digest.hexdigest())
 print(studroom.domain.table.__file__)
 """
@@ -37,7 +48,8 @@ def _play(pure: bool) -> tuple[str, str]:
     env.pop("STUDROOM_PURE_PYTHON", None)
     if pure:
         env["STUDROOM_PURE_PYTHON"] = "1"
-    out = subprocess.run([sys.executable, "-c", PLAY], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", PLAY, str(SCENARIOS)], env=env, capture_output=True,
+                         text=True, check=True)
     digest, origin = out.stdout.split()
     return digest, origin
 
