@@ -73,7 +73,6 @@ class DealStreet(Command, tag=True):
     mixed: bool = False
 
 
-
 class Act(Command, tag=True):
     seat: int
     action: ActionName

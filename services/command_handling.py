@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from studroom.domain.commands import Command, OpenTable, StartHand
+from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.table import Table
 from studroom.services import protocol, subjects
@@ -75,8 +76,8 @@ def wall_clock_ms() -> int:
 
 
 def new_seed() -> str:
-    """A fresh secret deck seed (R32): 32 random bytes as hex."""
-    return secrets.token_hex(32)
+    """A fresh secret deck seed (R32): SEED_BYTES random bytes as hex."""
+    return secrets.token_hex(SEED_BYTES)
 
 
 def error_reply(code: str, message: str) -> Reply:

@@ -13,6 +13,7 @@ from studroom.domain.commands import (
     Act, BuyIn, Command, Muck, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
 )
 from studroom.domain.config import Stakes, TableConfig
+from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.events import Event, TurnStarted
 from studroom.domain.table import Table
@@ -58,7 +59,7 @@ def new_table(game: str, players: int, stack: int = 2000, **config: object) -> t
 
 def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> list[Event]:
     """Start a hand from a fresh seed and play it to the end with random legal moves."""
-    events = table.execute(StartHand(seed=rng.randbytes(32).hex()))
+    events = table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex()))
     turn = _last_turn(events)
     while (hand := table.hand) is not None:
         if timeout_rate and rng.random() < timeout_rate:
@@ -80,9 +81,6 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
 
 def _last_turn(events: list[Event]) -> TurnStarted | None:
     """The turn a command's events started, if any (usually their last event)."""
-    last = events[-1] if events else None
-    if type(last) is TurnStarted:
-        return last
     for e in reversed(events):
         if type(e) is TurnStarted:
             return e
