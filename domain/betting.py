@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from .config import Stakes
-from .errors import DomainError
+from .errors import BAD_SIZE, CAP_REACHED, ILLEGAL_ACTION, DomainError
 from .events import Acted, ActionName
 from .games import Game
 from .hand import HandPlayer, HandState
@@ -56,7 +56,7 @@ def _size(hand: HandState, game: Game, stakes: Stakes, size: str | None) -> int:
     wanted = stakes.small_bet if size == "small" else stakes.big_bet
     if wanted not in sizes:
         allowed = " or ".join("small" if s == stakes.small_bet else "big" for s in sizes)
-        raise DomainError("bad_size", f"a {size} bet is not allowed here; the size is {allowed} (R11, R12)")
+        raise DomainError(BAD_SIZE, f"a {size} bet is not allowed here; the size is {allowed} (R11, R12)")
     return wanted
 
 
@@ -76,7 +76,7 @@ def decide_action(
     if action not in legal:
         raise _refusal(hand, p, action, legal)
     if size is not None and action not in ("bet", "raise", "complete", "bring_in"):
-        raise DomainError("bad_size", f"{action} takes no size")
+        raise DomainError(BAD_SIZE, f"{action} takes no size")
     to_call = hand.current_bet - p.round_bet
     if action == "fold":
         return Acted(seat=p.seat, action="fold")
@@ -88,13 +88,13 @@ def decide_action(
                      all_in=amount == p.stack)
     if action == "bring_in":
         if size is not None:
-            raise DomainError("bad_size", "the bring-in has a fixed amount (R8)")
+            raise DomainError(BAD_SIZE, "the bring-in has a fixed amount (R8)")
         amount = min(stakes.bring_in_amount, p.stack)
         return Acted(seat=p.seat, action="bring_in", amount=amount, to=amount,
                      all_in=amount == p.stack, full=False)
     if action == "complete":
         if size not in (None, "small"):
-            raise DomainError("bad_size", "a completion is to the small bet (R8)")
+            raise DomainError(BAD_SIZE, "a completion is to the small bet (R8)")
         increment = stakes.small_bet - hand.current_bet
         return _raise_to(hand, p, "complete", stakes.small_bet, increment)
     bet = _size(hand, game, stakes, size)
@@ -106,8 +106,8 @@ def _refusal(hand: HandState, p: HandPlayer, action: str, legal: list[str]) -> D
     """``cap_reached`` when only the cap (R14) stands in the way, else ``illegal_action``."""
     reopened = p.acted_at is None or p.acted_at != hand.reopen
     if action == "raise" and hand.raise_count >= CAP and reopened and not hand.bring_in_pending:
-        return DomainError("cap_reached", f"the betting is capped at a bet and {CAP - 1} raises (R14)")
-    return DomainError("illegal_action", f"seat {p.seat} may {', '.join(legal)}; not {action}")
+        return DomainError(CAP_REACHED, f"the betting is capped at a bet and {CAP - 1} raises (R14)")
+    return DomainError(ILLEGAL_ACTION, f"seat {p.seat} may {', '.join(legal)}; not {action}")
 
 
 def round_complete(hand: HandState) -> bool:

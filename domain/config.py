@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from .errors import DomainError
+from .errors import BAD_STAKES, TOO_MANY_SEATS, UNKNOWN_GAME, DomainError
 from .games import GAMES
 
 TimeoutPolicy = Literal["all_in_protection", "check_or_fold"]
@@ -63,27 +63,27 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 def too_many_players(game: str) -> DomainError:
     limit = GAMES[game].max_seats
     why = ": ten players cannot reach 7th street from one deck" if limit == 8 else ""
-    return DomainError("too_many_seats", f"{game} seats at most {limit} players (R2{why})")
+    return DomainError(TOO_MANY_SEATS, f"{game} seats at most {limit} players (R2{why})")
 
 
 def validate(config: TableConfig) -> None:
     """Refuse settings the rules cannot play with (``bad_stakes``, ``too_many_seats``)."""
     game = GAMES.get(config.game)
     if game is None:
-        raise DomainError("unknown_game", f"no game {config.game!r}; games: {', '.join(GAMES)}")
+        raise DomainError(UNKNOWN_GAME, f"no game {config.game!r}; games: {', '.join(GAMES)}")
     s = config.stakes
     for name, value in (("small_bet", s.small_bet), ("big_bet", s.big_bet), ("ante", s.ante)):
         if not isinstance(value, int) or isinstance(value, bool):
-            raise DomainError("bad_stakes", f"{name} must be a whole number of chips")
+            raise DomainError(BAD_STAKES, f"{name} must be a whole number of chips")
     if s.small_bet < 2 or s.big_bet < s.small_bet or s.ante < 0:
-        raise DomainError("bad_stakes", "need 2 <= small_bet <= big_bet and ante >= 0")
+        raise DomainError(BAD_STAKES, "need 2 <= small_bet <= big_bet and ante >= 0")
     if not 0 < s.bring_in_amount < s.small_bet:
-        raise DomainError("bad_stakes", "the bring-in must be more than 0 and less than the small bet")
+        raise DomainError(BAD_STAKES, "the bring-in must be more than 0 and less than the small bet")
     if config.rake.basis_points < 0 or config.rake.basis_points > 10_000 or (
         config.rake.cap is not None and config.rake.cap < 0
     ):
-        raise DomainError("bad_stakes", "rake must be 0..100 % with a cap of 0 or more")
+        raise DomainError(BAD_STAKES, "rake must be 0..100 % with a cap of 0 or more")
     if not 2 <= config.seat_count <= 10:
-        raise DomainError("too_many_seats", "a table has 2..10 seats")
+        raise DomainError(TOO_MANY_SEATS, "a table has 2..10 seats")
     if config.max_buy_in is not None and config.max_buy_in < config.min_buy_in:
-        raise DomainError("bad_stakes", "the maximum buy-in is below the minimum of ten small bets")
+        raise DomainError(BAD_STAKES, "the maximum buy-in is below the minimum of ten small bets")

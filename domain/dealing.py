@@ -7,7 +7,7 @@ from typing import Final
 
 from .cards import DECK_SIZE, rank_pattern, show_many
 from .deck import Deck, ListedDeck, reshuffle_label, shuffled
-from .errors import DomainError
+from .errors import DECK_TOO_SHORT, DomainError
 from .events import CardsDealt, DealtCard
 from .games import Game
 from .hand import HandPlayer, HandState
@@ -18,7 +18,7 @@ def _take(deck: Deck, start: int, count: int) -> list[str]:
     """The next ``count`` cards from ``start``, as text, refusing to read past a
     scripted deck's end."""
     if start + count > deck.size():
-        raise DomainError("deck_too_short", f"the deck ran out after {deck.size()} cards")
+        raise DomainError(DECK_TOO_SHORT, f"the deck ran out after {deck.size()} cards")
     return show_many(deck.cards(start, count))
 
 
@@ -61,7 +61,7 @@ def _reshuffle(hand: HandState, street: int) -> ListedDeck:
     """The undealt stub and the burn cards, shuffled with the hand's seed (R17)."""
     deck = hand.deck
     if deck.size() < DECK_SIZE:
-        raise DomainError("deck_too_short", "a reshuffle (R17) needs the whole 52-card deck")
+        raise DomainError(DECK_TOO_SHORT, "a reshuffle (R17) needs the whole 52-card deck")
     stub = deck.cards(hand.pos, deck.size() - hand.pos)
     return ListedDeck(shuffled(stub + hand.burns, hand.shuffle_seed, reshuffle_label(street)))
 

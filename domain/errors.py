@@ -1,7 +1,63 @@
-"""Domain errors: every refusal has a stable code that clients can switch on."""
+"""Domain errors: every refusal has a stable code that clients can switch on.
+
+The codes are part of the wire contract (replies, scenario files, docs/schema): a code
+is never renamed or reused for another meaning.  The services add their own codes
+(``studroom.services.wire.protocol``).
+"""
 
 from __future__ import annotations
 
+from typing import Final
+
+# Tables and seats
+UNKNOWN_GAME: Final = "unknown_game"
+BAD_STAKES: Final = "bad_stakes"
+TOO_MANY_SEATS: Final = "too_many_seats"
+ALREADY_OPEN: Final = "already_open"
+TABLE_NOT_OPEN: Final = "table_not_open"
+UNKNOWN_SEAT: Final = "unknown_seat"
+SEAT_TAKEN: Final = "seat_taken"
+ALREADY_SEATED: Final = "already_seated"
+ALREADY_LEAVING: Final = "already_leaving"
+NO_CHANGE: Final = "no_change"
+
+# Chips
+BAD_AMOUNT: Final = "bad_amount"
+SHORT_BUY_IN: Final = "short_buy_in"
+OVER_MAX_BUY_IN: Final = "over_max_buy_in"
+
+# Hands and dealing
+HAND_IN_PROGRESS: Final = "hand_in_progress"
+NOT_ENOUGH_PLAYERS: Final = "not_enough_players"
+NO_HAND: Final = "no_hand"
+NOT_IN_HAND: Final = "not_in_hand"
+AUTO_DEALT: Final = "auto_dealt"
+NOT_DEALING_NOW: Final = "not_dealing_now"
+BAD_DEAL: Final = "bad_deal"
+NO_DECK: Final = "no_deck"
+DECK_TOO_SHORT: Final = "deck_too_short"
+BAD_CARD: Final = "bad_card"
+DUPLICATE_CARD: Final = "duplicate_card"
+BAD_SEED: Final = "bad_seed"
+
+# Turns and betting
+NOT_YOUR_TURN: Final = "not_your_turn"
+ILLEGAL_ACTION: Final = "illegal_action"
+BAD_SIZE: Final = "bad_size"
+CAP_REACHED: Final = "cap_reached"
+STALE_TIMEOUT: Final = "stale_timeout"
+
+# Showdown
+MUST_SHOW: Final = "must_show"
+
+# Commands
+DUPLICATE_COMMAND: Final = "duplicate_command"
+UNKNOWN_COMMAND: Final = "unknown_command"
+BAD_SCENARIO: Final = "bad_scenario"
+
+# Refusals that only mean "the turn you answered is over" (a bot or a client
+# that answered late, or twice): nothing to do, the next turn will ask again.
+STALE_ANSWER: Final = frozenset({NOT_YOUR_TURN, ILLEGAL_ACTION, NO_HAND, NOT_IN_HAND, STALE_TIMEOUT, DUPLICATE_COMMAND})
 
 class DomainError(Exception):
     """A command the rules refuse.  ``code`` is stable (clients and scenario files rely

@@ -23,7 +23,7 @@ from .commands import (
     Act, Command, DealStreet, Muck, OpenTable, PostAnte, Show, SitDown, SkipAnte, StartHand, Timeout,
 )
 from .config import Rake, Stakes, TableConfig
-from .errors import DomainError
+from .errors import BAD_SCENARIO, BAD_SIZE, BAD_STAKES, ILLEGAL_ACTION, UNKNOWN_SEAT, DomainError
 from .events import CardsDealt, ChipsBought, Event, HandEnded, HandShown, HandStarted, PotAwarded
 from .showdown import pots as current_pots
 from .table import Table
@@ -45,7 +45,7 @@ def play(scenario: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bad(message: str) -> ScriptError:
-    return ScriptError(DomainError("bad_scenario", message), None)
+    return ScriptError(DomainError(BAD_SCENARIO, message), None)
 
 
 def _config(s: dict[str, Any], live_dealer: bool) -> TableConfig:
@@ -54,14 +54,14 @@ def _config(s: dict[str, Any], live_dealer: bool) -> TableConfig:
         rake = s.get("rake") or {}
         basis_points = Fraction(str(rake.get("percent", 0))) * 100
         if basis_points.denominator != 1:
-            raise ScriptError(DomainError("bad_stakes", "rake percent to two decimals at most"), None)
+            raise ScriptError(DomainError(BAD_STAKES, "rake percent to two decimals at most"), None)
         return TableConfig(
             game=s.get("game", ""), stakes=stakes,
             rake=Rake(basis_points=int(basis_points), cap=rake.get("cap")), auto_deal=not live_dealer,
             timeout_policy=s.get("timeout_policy", "all_in_protection"),
         )
     except (msgspec.ValidationError, TypeError, ValueError) as e:
-        raise ScriptError(DomainError("bad_stakes", str(e)), None) from None
+        raise ScriptError(DomainError(BAD_STAKES, str(e)), None) from None
 
 
 class _Run:
@@ -88,7 +88,7 @@ class _Run:
             i += 1
             self._proceed()
         if i < len(self.actions):
-            raise ScriptError(DomainError("illegal_action", "the hand is over"), i)
+            raise ScriptError(DomainError(ILLEGAL_ACTION, "the hand is over"), i)
         if self.table.hand is not None and self.table.hand.phase == "showdown":
             self._showdown(len(self.actions))
         start = next(i for i, e in enumerate(self.events) if isinstance(e, HandStarted))
@@ -161,19 +161,19 @@ class _Run:
         a = self.actions[i]
         action, seat = a.get("action"), a.get("seat")
         if not isinstance(seat, int):
-            raise ScriptError(DomainError("unknown_seat", f"action {i} names no seat"), i)
+            raise ScriptError(DomainError(UNKNOWN_SEAT, f"action {i} names no seat"), i)
         if action in BETTING:
             size = a.get("size")
             if size not in (None, "small", "big"):
-                raise ScriptError(DomainError("bad_size", f"size is small or big, not {size!r}"), i)
+                raise ScriptError(DomainError(BAD_SIZE, f"size is small or big, not {size!r}"), i)
             return Act(seat=seat, action=action, size=size)
         if action == "timeout":
             return Timeout(turn=self.table.turn, seat=seat)
         if action == "ante_out":
             return SkipAnte(seat=seat)
         if action in ("show", "muck"):
-            raise ScriptError(DomainError("illegal_action", "there is no showdown now"), i)
-        raise ScriptError(DomainError("illegal_action", f"unknown action {action!r}"), i)
+            raise ScriptError(DomainError(ILLEGAL_ACTION, "there is no showdown now"), i)
+        raise ScriptError(DomainError(ILLEGAL_ACTION, f"unknown action {action!r}"), i)
 
     def _showdown(self, first: int) -> None:
         """R21/R22: the decisions the script gives, in showdown order; no decision shows."""
@@ -181,9 +181,9 @@ class _Run:
         for i in range(first, len(self.actions)):
             a = self.actions[i]
             if a.get("action") not in SHOWDOWN:
-                raise ScriptError(DomainError("illegal_action", "only show or muck at the showdown"), i)
+                raise ScriptError(DomainError(ILLEGAL_ACTION, "only show or muck at the showdown"), i)
             if a.get("seat") in decisions:
-                raise ScriptError(DomainError("illegal_action", f"seat {a.get('seat')} decided twice"), i)
+                raise ScriptError(DomainError(ILLEGAL_ACTION, f"seat {a.get('seat')} decided twice"), i)
             decisions[a.get("seat")] = (i, a["action"])  # type: ignore[index]
         hand = self.table.hand
         while hand is not None and hand.phase == "showdown":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .config import TableConfig
-from .errors import DomainError
+from .errors import MUST_SHOW, DomainError
 from .events import PotAwarded
 from .games import Game
 from .hand import HandPlayer, HandState
@@ -31,7 +31,7 @@ def check_muck(hand: HandState, seat: int) -> None:
             continue
         others = [hand.players[s] for s in pot.eligible if s != seat]
         if not any(o.showed or not o.mucked for o in others):
-            raise DomainError("must_show", f"seat {seat} is the last claimant of a pot and must show")
+            raise DomainError(MUST_SHOW, f"seat {seat} is the last claimant of a pot and must show")
 
 
 def _own_and_community(hand: HandState, p: HandPlayer) -> list[int]:

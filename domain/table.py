@@ -28,7 +28,35 @@ from .commands import (
 from .config import TableConfig, too_many_players, validate
 from .deck import ListedDeck, SeededDeck, commitment
 from .dealing import bring_in_seat, deal_first, deal_street, door_card, first_to_act
-from .errors import DomainError
+from .errors import (
+    ALREADY_LEAVING,
+    ALREADY_OPEN,
+    ALREADY_SEATED,
+    AUTO_DEALT,
+    BAD_AMOUNT,
+    BAD_CARD,
+    BAD_DEAL,
+    BAD_SEED,
+    DUPLICATE_CARD,
+    DUPLICATE_COMMAND,
+    HAND_IN_PROGRESS,
+    ILLEGAL_ACTION,
+    NO_CHANGE,
+    NO_DECK,
+    NO_HAND,
+    NOT_DEALING_NOW,
+    NOT_ENOUGH_PLAYERS,
+    NOT_IN_HAND,
+    NOT_YOUR_TURN,
+    OVER_MAX_BUY_IN,
+    SEAT_TAKEN,
+    SHORT_BUY_IN,
+    STALE_TIMEOUT,
+    TABLE_NOT_OPEN,
+    UNKNOWN_COMMAND,
+    UNKNOWN_SEAT,
+    DomainError,
+)
 from .events import (
     Acted, ActionName, Announced, AntePosted, AnteSkipped, AntesCollected, CardsDealt, ChipsBought, DealtCard,
     EndedOn, Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
@@ -102,10 +130,10 @@ class Table:
         """Run one command: the events it caused, or a DomainError and no change."""
         handler = _HANDLERS.get(type(command))
         if handler is None:
-            raise DomainError("unknown_command", f"no such command: {type(command).__name__}")
+            raise DomainError(UNKNOWN_COMMAND, f"no such command: {type(command).__name__}")
         command_id = command.command_id
         if command_id is not None and command_id in self.recent_commands:
-            raise DomainError("duplicate_command", f"command {command_id} was already carried out")
+            raise DomainError(DUPLICATE_COMMAND, f"command {command_id} was already carried out")
         self._events = []
         snapshot = self._snapshot() if self._may_fail_midway(command) else None
         try:
@@ -151,19 +179,19 @@ class Table:
 
     def _require_config(self) -> TableConfig:
         if self.config is None:
-            raise DomainError("table_not_open", "the table has not been opened")
+            raise DomainError(TABLE_NOT_OPEN, "the table has not been opened")
         return self.config
 
     def _seat(self, seat: int) -> SeatState:
         self._require_config()
         state = self.seats.get(seat)
         if state is None:
-            raise DomainError("unknown_seat", f"nobody sits in seat {seat}")
+            raise DomainError(UNKNOWN_SEAT, f"nobody sits in seat {seat}")
         return state
 
     def _hand(self) -> HandState:
         if self.hand is None:
-            raise DomainError("no_hand", "no hand is being played")
+            raise DomainError(NO_HAND, "no hand is being played")
         return self.hand
 
     def _in_hand(self, seat: int) -> HandPlayer:
@@ -171,7 +199,7 @@ class Table:
         hand = self._hand()
         p = hand.players.get(seat)
         if p is None or not p.dealt_in and hand.phase != "ante":
-            raise DomainError("not_in_hand", f"seat {seat} is not in this hand")
+            raise DomainError(NOT_IN_HAND, f"seat {seat} is not in this hand")
         return p
 
     def _deadline(self, command: Command, seconds: int) -> int:
@@ -181,39 +209,39 @@ class Table:
 
     def _open(self, c: OpenTable) -> None:
         if self.config is not None:
-            raise DomainError("already_open", f"table {self.table_id} is already open")
+            raise DomainError(ALREADY_OPEN, f"table {self.table_id} is already open")
         validate(c.config)
         self._emit(TableOpened(table_id=c.table_id, config=c.config))
 
     def _sit_down(self, c: SitDown) -> None:
         config = self._require_config()
         if not 0 <= c.seat < config.seat_count:
-            raise DomainError("unknown_seat", f"seats are 0..{config.seat_count - 1}, not {c.seat}")
+            raise DomainError(UNKNOWN_SEAT, f"seats are 0..{config.seat_count - 1}, not {c.seat}")
         if c.seat in self.seats:
-            raise DomainError("seat_taken", f"seat {c.seat} is taken")
+            raise DomainError(SEAT_TAKEN, f"seat {c.seat} is taken")
         if len(self.seats) >= config.max_players:
             raise too_many_players(config.game)
         if not c.player or any(s.player == c.player for s in self.seats.values()):
-            raise DomainError("already_seated", f"player {c.player!r} already sits at this table")
+            raise DomainError(ALREADY_SEATED, f"player {c.player!r} already sits at this table")
         self._emit(PlayerSatDown(seat=c.seat, player=c.player, auto_ante=c.auto_ante))
 
     def _buy_in(self, c: BuyIn) -> None:
         config = self._require_config()
         seat = self._seat(c.seat)
         if self.hand is not None and c.seat in self.hand.players:
-            raise DomainError("hand_in_progress", "buy-ins and top-ups only between hands (R3)")
+            raise DomainError(HAND_IN_PROGRESS, "buy-ins and top-ups only between hands (R3)")
         if not isinstance(c.amount, int) or c.amount <= 0:
-            raise DomainError("bad_amount", "a buy-in is a positive whole number of chips")
+            raise DomainError(BAD_AMOUNT, "a buy-in is a positive whole number of chips")
         if seat.stack + c.amount < config.min_buy_in:
-            raise DomainError("short_buy_in", f"the minimum buy-in is {config.min_buy_in} chips (R3)")
+            raise DomainError(SHORT_BUY_IN, f"the minimum buy-in is {config.min_buy_in} chips (R3)")
         if config.max_buy_in is not None and seat.stack + c.amount > config.max_buy_in:
-            raise DomainError("over_max_buy_in", f"the table maximum is {config.max_buy_in} chips (R3)")
+            raise DomainError(OVER_MAX_BUY_IN, f"the table maximum is {config.max_buy_in} chips (R3)")
         self._emit(ChipsBought(seat=c.seat, amount=c.amount))
 
     def _sit_out(self, c: SitOut) -> None:
         seat = self._seat(c.seat)
         if seat.sitting_out == c.sitting_out:
-            raise DomainError("no_change", f"seat {c.seat} is already {'out' if c.sitting_out else 'in'}")
+            raise DomainError(NO_CHANGE, f"seat {c.seat} is already {'out' if c.sitting_out else 'in'}")
         self._emit(SitOutChanged(seat=c.seat, sitting_out=c.sitting_out))
 
     def _leave(self, c: Leave) -> None:
@@ -221,7 +249,7 @@ class Table:
         (an all-in hand stays in) and cashes out when the hand ends."""
         seat = self._seat(c.seat)
         if seat.leaving:
-            raise DomainError("already_leaving", f"seat {c.seat} is already leaving")
+            raise DomainError(ALREADY_LEAVING, f"seat {c.seat} is already leaving")
         hand = self.hand
         p = hand.players.get(c.seat) if hand else None
         if hand is None or p is None:
@@ -248,13 +276,13 @@ class Table:
     def _start_hand(self, c: StartHand) -> None:
         config = self._require_config()
         if self.hand is not None:
-            raise DomainError("hand_in_progress", f"hand {self.hand_no} is still being played")
+            raise DomainError(HAND_IN_PROGRESS, f"hand {self.hand_no} is still being played")
         ready = self.ready_seats()
         if len(ready) < 2:
-            raise DomainError("not_enough_players", "a hand needs two players with chips (R5)")
+            raise DomainError(NOT_ENOUGH_PLAYERS, "a hand needs two players with chips (R5)")
         button = self._next_button(ready) if c.button is None else c.button
         if c.button is not None and c.button not in range(config.seat_count):
-            raise DomainError("unknown_seat", f"no seat {c.button} for the button")
+            raise DomainError(UNKNOWN_SEAT, f"no seat {c.button} for the button")
         deck, seed_hex, commit = self._deck_for(c)
         order = [s for s in ready if s > button] + [s for s in ready if s <= button]
         self._emit(HandStarted(
@@ -275,22 +303,22 @@ class Table:
             try:
                 seed = bytes.fromhex(c.seed)
             except ValueError:
-                raise DomainError("bad_seed", "the seed must be hex") from None
+                raise DomainError(BAD_SEED, "the seed must be hex") from None
             if not seed:
-                raise DomainError("bad_seed", "the seed is empty")
+                raise DomainError(BAD_SEED, "the seed is empty")
             return [], c.seed, commitment(seed)      # the seed alone fixes the order
         if c.deck is not None:
             try:
                 cards = parse_many(c.deck)
             except BadCard as e:
-                raise DomainError("bad_card", str(e)) from None
+                raise DomainError(BAD_CARD, str(e)) from None
             if len(set(cards)) != len(cards):
                 dup = next(t for t in c.deck if c.deck.count(t) > 1)
-                raise DomainError("duplicate_card", f"{dup} appears twice in the deck")
+                raise DomainError(DUPLICATE_CARD, f"{dup} appears twice in the deck")
             text = ",".join(c.deck)
             return list(c.deck), None, hashlib.sha256(text.encode()).hexdigest()
         if self.config is not None and self.config.auto_deal:
-            raise DomainError("no_deck", "an online table needs a seed to deal from")
+            raise DomainError(NO_DECK, "an online table needs a seed to deal from")
         return [], None, ""
 
     def _next_button(self, ready: list[int]) -> int:
@@ -306,7 +334,7 @@ class Table:
         p = self._in_hand(c.seat)
         hand = self._hand()
         if hand.phase != "ante" or p.posted:
-            raise DomainError("illegal_action", f"seat {c.seat} has no ante to post now")
+            raise DomainError(ILLEGAL_ACTION, f"seat {c.seat} has no ante to post now")
         self._post_ante_for(c.seat)
         self._after_ante(c)
 
@@ -319,7 +347,7 @@ class Table:
         p = self._in_hand(c.seat)
         hand = self._hand()
         if hand.phase != "ante" or p.posted:
-            raise DomainError("illegal_action", f"seat {c.seat} cannot sit out this hand now")
+            raise DomainError(ILLEGAL_ACTION, f"seat {c.seat} cannot sit out this hand now")
         self._emit(AnteSkipped(seat=c.seat))
         self._after_ante(c)
 
@@ -347,11 +375,11 @@ class Table:
         config = self._require_config()
         hand = self._hand()
         if config.auto_deal:
-            raise DomainError("auto_dealt", "this table deals by itself")
+            raise DomainError(AUTO_DEALT, "this table deals by itself")
         if hand.phase != "deal":
-            raise DomainError("not_dealing_now", "no street is due to be dealt")
+            raise DomainError(NOT_DEALING_NOW, "no street is due to be dealt")
         if c.cards is None and not hand.deck.size():
-            raise DomainError("bad_deal", "a live dealer's street must carry its cards")
+            raise DomainError(BAD_DEAL, "a live dealer's street must carry its cards")
         self._deal(c, c)
 
     def _deal(self, c: Command, console: DealStreet | None = None) -> None:
@@ -394,16 +422,16 @@ class Table:
         try:
             cards = parse_many(console.cards or [])
         except BadCard as e:
-            raise DomainError("bad_card", str(e)) from None
+            raise DomainError(BAD_CARD, str(e)) from None
         seen = {c for p in hand.players.values() for c in p.cards} | set(hand.community)
         if len(set(cards)) != len(cards) or seen & set(cards):
-            raise DomainError("duplicate_card", "a card reported twice in this hand")
+            raise DomainError(DUPLICATE_CARD, "a card reported twice in this hand")
         live = hand.live() if street else hand.dealt()
         faces = game.streets[street].faces
         if street and len(cards) == 1 and len(live) > 1:
             return CardsDealt(street=street, community=show(cards[0]))
         if len(cards) != len(live) * len(faces):
-            raise DomainError("bad_deal", f"expected {len(live) * len(faces)} cards for this street")
+            raise DomainError(BAD_DEAL, f"expected {len(live) * len(faces)} cards for this street")
         dealt = [
             DealtCard(p.seat, show(cards[r * len(live) + i]), faces[r])
             for r in range(len(faces)) for i, p in enumerate(live)
@@ -420,7 +448,7 @@ class Table:
         game = self._game()
         live = {p.seat for p in hand.live()}
         if street != game.last_street or game.streets[street].faces[0] or not set(console.exposed) <= live:
-            raise DomainError("bad_deal", "only a 7th card of a player in the hand can be exposed (R28)")
+            raise DomainError(BAD_DEAL, "only a 7th card of a player in the hand can be exposed (R28)")
         turned: list[DealtCard] = []
         if any(hand.players[s].can_act for s in console.exposed):
             turned = [DealtCard(s, None, True) for s in sorted(live - set(console.exposed))]
@@ -481,8 +509,8 @@ class Table:
         self._in_hand(c.seat)
         hand = self._hand()
         if hand.phase != "betting":
-            raise DomainError("illegal_action", "no betting round is open")
-        raise DomainError("not_your_turn", f"seat {c.seat} acted, but seat {hand.to_act} is to act")
+            raise DomainError(ILLEGAL_ACTION, "no betting round is open")
+        raise DomainError(NOT_YOUR_TURN, f"seat {c.seat} acted, but seat {hand.to_act} is to act")
 
     def _after_fold(self, c: Command, seat: int, was_turn: bool) -> None:
         """A fold out of turn (a player left) ends the hand if one player is left."""
@@ -522,9 +550,9 @@ class Table:
         config = self._require_config()
         hand = self._hand()
         if c.turn != self.turn or hand.turn_kind is None:
-            raise DomainError("stale_timeout", f"turn {c.turn} is over (R20); the current turn is {self.turn}")
+            raise DomainError(STALE_TIMEOUT, f"turn {c.turn} is over (R20); the current turn is {self.turn}")
         if c.seat is not None and c.seat != hand.to_act:
-            raise DomainError("not_your_turn", f"turn {c.turn} belongs to seat {hand.to_act}, not {c.seat}")
+            raise DomainError(NOT_YOUR_TURN, f"turn {c.turn} belongs to seat {hand.to_act}, not {c.seat}")
         if hand.turn_kind == "ante":
             for s in hand.order:
                 if not hand.players[s].posted and not hand.players[s].folded:
@@ -598,9 +626,9 @@ class Table:
         p = self._in_hand(seat)
         hand = self._hand()
         if hand.phase != "showdown":
-            raise DomainError("illegal_action", "there is no showdown now")
+            raise DomainError(ILLEGAL_ACTION, "there is no showdown now")
         if hand.to_act != seat:
-            raise DomainError("not_your_turn", f"seat {hand.to_act} decides first (R21)")
+            raise DomainError(NOT_YOUR_TURN, f"seat {hand.to_act} decides first (R21)")
         return p
 
     def _finish(self, c: Command, ended_on: EndedOn) -> None:

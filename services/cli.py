@@ -43,7 +43,7 @@ def _hand_audit(args: argparse.Namespace) -> int:
 def _schema(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from studroom.services import schema
+    from .wire import schema
 
     for path in schema.write(Path(args.dir) if args.dir else schema.DEFAULT_DIR):
         print(path)
@@ -61,19 +61,19 @@ def _subcommands(commands: argparse._SubParsersAction, name: str, help: str) -> 
 
 
 def _room(args: argparse.Namespace) -> int:
-    from studroom.services import room
+    from . import room
 
     return room.cli(args)
 
 
 def _serve_bot(args: argparse.Namespace) -> int:
-    from studroom.services import bot
+    from .players import bot
 
     return bot.cli(args)
 
 
 def _bench_room(args: argparse.Namespace) -> int:
-    from studroom.services import bench_room
+    from .bench import room as bench_room
 
     return bench_room.cli(args)
 
@@ -112,13 +112,13 @@ def _add_room_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _serve_table(args: argparse.Namespace) -> int:
-    from studroom.services import table_service
+    from .table import service as table_service
 
     return table_service.run(args)
 
 
 def _add_table_commands(commands: argparse._SubParsersAction) -> None:
-    """``serve table`` (the options of ``python -m studroom.services.table_service``)."""
+    """``serve table`` (the options of ``python -m studroom.services.table.service``)."""
     serve = _subcommands(commands, "serve", "run one service on its own")
     table = serve.add_parser("table", help="the table service: commands in, events stored (partition leases)")
     table.add_argument("--instance-id", help="unique among the running instances (default: host-pid)")
@@ -133,20 +133,20 @@ def _add_table_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _serve_timer(args: argparse.Namespace) -> int:
-    from studroom.services import timer_service
+    from .timer import service as timer_service
 
     return timer_service.cli(args)
 
 
 def _bench_timer(args: argparse.Namespace) -> int:
-    from studroom.services import bench_timer
+    from .bench import timer as bench_timer
 
     return bench_timer.cli(args)
 
 
 def _add_timer_commands(commands: argparse._SubParsersAction) -> None:
-    """``serve timer`` and ``bench timer`` (as ``python -m studroom.services.timer_service``
-    and ``python -m studroom.services.bench_timer``)."""
+    """``serve timer`` and ``bench timer`` (as ``python -m studroom.services.timer.service``
+    and ``python -m studroom.services.bench.timer``)."""
     serve = _subcommands(commands, "serve", "run one service on its own")
     timer = serve.add_parser("timer", help="the timer service: times out turns at their deadline")
     timer.add_argument("--instance-id", default=None, help="name in logs (default: host-pid)")
@@ -166,24 +166,24 @@ def _add_timer_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _serve_relay(args: argparse.Namespace) -> int:
-    from studroom.services import relay
+    from .relay import relay
 
     return relay.run(args)
 
 
 def _bench_domain(args: argparse.Namespace) -> int:
-    from studroom.services import bench_domain
+    from .bench import domain as bench_domain
 
     bench_domain.run(args.seconds)
     return 0
 
 
 def _add_relay_and_domain_bench(commands: argparse._SubParsersAction) -> None:
-    """``serve relay`` (the options of ``python -m studroom.services.relay``) and
+    """``serve relay`` (the options of ``python -m studroom.services.relay.relay``) and
     ``bench domain``."""
     serve = _subcommands(commands, "serve", "run one service on its own")
     relay = serve.add_parser("relay", help="the relay: stored events -> JetStream, public and private views")
-    from studroom.services.relay import add_arguments
+    from .relay.relay import add_arguments
 
     add_arguments(relay)
     relay.set_defaults(run=_serve_relay)

@@ -14,7 +14,7 @@
    only, and the room stops them in order (SIGTERM).
 3. Tables ``t01`` .. ``tNN`` (the games in turn: seven card stud, its hi/lo
    version, five card stud), opened unless they exist already (a second start
-   reuses them), and ``K`` bots per table (:mod:`studroom.services.bot`), all in
+   reuses them), and ``K`` bots per table (:mod:`studroom.services.players.bot`), all in
    this process (asyncio), one NATS connection per table.
 4. A progress line (hands, actions/s, tables, errors) until Ctrl-C / SIGTERM or the
    end of ``--for SECONDS``; then bots stop, services get SIGTERM, a summary is
@@ -47,15 +47,16 @@ from studroom.domain.config import Rake, TableConfig
 from studroom.domain.events import ChipsBought, Event, HandEnded, PlayerLeft
 from studroom.domain.games import GAMES
 from studroom.domain.table import Table
-from studroom.services import simulate, subjects
-from studroom.services.bot import Bot, BotStats, decode_event
-from studroom.services.config import (
+from studroom.domain import simulate
+from .wire import protocol, subjects
+from .players.bot import Bot, BotStats, decode_event
+from .runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
     NATS_URL_VAR,
     Settings,
 )
-from studroom.services.stats import percentile
+from .runtime.stats import percentile
 
 ROOM_GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 ROOM_RAKE = Rake(basis_points=500, cap=30)          # 5 %, at most 30 chips a hand
@@ -80,7 +81,7 @@ def player_name(table_id: str, seat: int) -> str:
 
 def store_schemas(stores: int, prefix: str | None = None) -> list[str]:
     """The schemas of the ``stores`` event stores the table service writes."""
-    from studroom.services.partitions import STORE_SCHEMA_PREFIX, store_schema
+    from .table.partitions import STORE_SCHEMA_PREFIX, store_schema
 
     return [store_schema(j, prefix or STORE_SCHEMA_PREFIX) for j in range(stores)]
 
@@ -91,7 +92,7 @@ def store_layout_problem(database_url: str, stores: int) -> str | None:
     import re
 
     import psycopg
-    from studroom.services.partitions import (
+    from .table.partitions import (
         STORE_SCHEMA_PREFIX,
         store_of_table,
         store_schema,
@@ -119,7 +120,7 @@ def store_layout_problem(database_url: str, stores: int) -> str | None:
 
 def open_stores(database_url: str, schemas: Sequence[str]) -> list[Any]:
     from studroom.domain.events import TableEvent
-    from studroom.services.event_store import PostgresEventStore, register_event_types
+    from .store.event_store import PostgresEventStore, register_event_types
 
     register_event_types(TableEvent)
     return [PostgresEventStore(database_url, schema=s, pool_size=2, max_overflow=2) for s in schemas]
@@ -259,12 +260,12 @@ class Services:
         for i in range(self.instances):
             instance = f"{self.name}-{i + 1}"
             self._spawn(f"{self.name}-table-{i + 1}",
-                        [*python, "studroom.services.table_service", "--instance-id", instance,
+                        [*python, "studroom.services.table.service", "--instance-id", instance,
                          *table_args])
         if self.relay:
-            self._spawn(f"{self.name}-relay", [*python, "studroom.services.relay", *relay_args])
+            self._spawn(f"{self.name}-relay", [*python, "studroom.services.relay.relay", *relay_args])
         if self.timers:
-            self._spawn(f"{self.name}-timer", [*python, "studroom.services.timer_service",
+            self._spawn(f"{self.name}-timer", [*python, "studroom.services.timer.service",
                                                "--instance-id", f"{self.name}-timer",
                                                "--log-level", "WARNING"])
 
@@ -314,7 +315,7 @@ class Services:
 def timer_service_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("studroom.services.timer_service") is not None
+    return importlib.util.find_spec("studroom.services.timer.service") is not None
 
 
 def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
@@ -377,7 +378,7 @@ async def open_table(client: Any, plan: TablePlan, deadline: float) -> None:
         if reply.ok or (reply.error and reply.error.code == "already_open"):
             return
         last = f"{reply.error.code}: {reply.error.message}" if reply.error else "refused"
-        if reply.error and reply.error.code not in ("unavailable", "conflict", "unknown_table"):
+        if reply.error and reply.error.code not in (*protocol.RETRYABLE, protocol.UNKNOWN_TABLE):
             break
         await asyncio.sleep(0.25)
     raise RuntimeError(f"could not open table {plan.table_id}: {last}")
@@ -420,7 +421,7 @@ class Room:
 
     async def start(self, open_timeout: float = 60.0) -> None:
         import nats
-        from studroom.services.client import TableClient
+        from .players.client import TableClient
 
         deadline = time.monotonic() + open_timeout
         for plan in self.plans:
@@ -571,7 +572,7 @@ class RoomOptions:
 
 def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> int:
     """The room, start to end; returns the exit code (0: ran and chips conserved)."""
-    from studroom.services.embedded import servers
+    from .runtime.embedded import servers
 
     say = lambda text: (out.write(text + "\n"), out.flush())
     schemas = store_schemas(options.stores)

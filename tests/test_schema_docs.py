@@ -1,6 +1,6 @@
 """The published JSON Schemas in docs/schema match the types (run `make schema`)."""
 
-from studroom.services import schema
+from studroom.services.wire import schema
 
 
 def test_published_schemas_are_current():

@@ -7,7 +7,7 @@ import msgspec
 from studroom.domain import views
 from studroom.domain.audit import audit_hand
 from studroom.domain.events import CardsDealt, DealtCard, HandShown
-from studroom.services.simulate import new_table, play_hand
+from studroom.domain.simulate import new_table, play_hand
 
 
 def test_R32_public_events_of_random_hands_audit_as_fair():

@@ -21,7 +21,7 @@ import hashlib, json, pathlib, random, sys
 import msgspec
 import studroom.domain.table
 from studroom.domain.scenario import ScriptError, play
-from studroom.services.simulate import new_table, play_hand, top_up
+from studroom.domain.simulate import new_table, play_hand, top_up
 
 digest = hashlib.sha256()
 for game, seats in (("seven_card_stud", 2), ("seven_card_stud", 8), ("seven_card_stud_hilo", 2),

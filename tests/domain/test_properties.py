@@ -20,7 +20,7 @@ from studroom.domain.events import (
 )
 from studroom.domain.games import GAMES
 from studroom.domain.table import Table
-from studroom.services.simulate import new_table, play_hand, top_up
+from studroom.domain.simulate import new_table, play_hand, top_up
 
 GAME_SEATS = st.sampled_from(list(GAMES)).flatmap(
     lambda g: st.tuples(st.just(g), st.integers(2, GAMES[g].max_seats))

@@ -22,7 +22,7 @@ from studroom.domain.events import (
 )
 from studroom.domain.games import GAMES
 from studroom.domain.table import Table
-from studroom.services.simulate import choose, play_hand
+from studroom.domain.simulate import choose, play_hand
 
 STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
 SEED = "ab" * 32

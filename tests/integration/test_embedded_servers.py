@@ -12,8 +12,8 @@ import nats
 import psycopg
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
-from studroom.services.config import Settings
-from studroom.services.embedded import (
+from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.embedded import (
     RESERVED_PORTS,
     EmbeddedNats,
     EmbeddedPostgres,

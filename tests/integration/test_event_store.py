@@ -14,7 +14,7 @@ import pytest
 from eventsourcing.persistence import InfrastructureFactory
 from eventsourcing.utils import Environment
 from psycopg import sql
-from studroom.services.event_store import (
+from studroom.services.store.event_store import (
     EventStore,
     InMemoryEventStore,
     MsgspecMapper,

@@ -36,11 +36,12 @@ from studroom.domain.commands import BuyIn, Leave, OpenTable, SitDown
 from studroom.domain.config import TableConfig
 from studroom.domain.events import CardsDealt, HandStarted, TableEvent
 from studroom.domain.table import Table
-from studroom.services import simulate, subjects
-from studroom.services.config import Settings
-from studroom.services.embedded import EmbeddedNats
-from studroom.services.event_store import PostgresEventStore
-from studroom.services.relay import Relay, RelayConfig, serve_relay
+from studroom.domain import simulate
+from studroom.services.wire import subjects
+from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.embedded import EmbeddedNats
+from studroom.services.store.event_store import PostgresEventStore
+from studroom.services.relay.relay import Relay, RelayConfig, serve_relay
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -340,7 +341,7 @@ def test_relay_publishes_every_event_once_in_order_with_private_copies(
 
 
 def _relay_command(batch_size: int) -> list[str]:
-    command = [sys.executable, "-m", "studroom.services.relay", "--batch-size", str(batch_size),
+    command = [sys.executable, "-m", "studroom.services.relay.relay", "--batch-size", str(batch_size),
                "--log-level", "WARNING"]
     for schema in SCHEMAS:
         command += ["--schema", schema]

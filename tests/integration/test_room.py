@@ -41,9 +41,9 @@ from studroom.domain.events import (
 )
 from studroom.domain.table import Table
 from studroom.services import room as room_mod
-from studroom.services import subjects
-from studroom.services.bot import decode_event
-from studroom.services.config import (
+from studroom.services.wire import subjects
+from studroom.services.players.bot import decode_event
+from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
     NATS_URL_VAR,

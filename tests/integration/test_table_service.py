@@ -25,14 +25,15 @@ from psycopg import sql
 from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown
 from studroom.domain.events import TableEvent
 from studroom.domain.table import Table
-from studroom.services import protocol, subjects
-from studroom.services.client import TableClient
-from studroom.services.command_handling import CommandHandler
-from studroom.services.embedded import EmbeddedNats, free_port, nats_server_binary
-from studroom.services.event_store import InMemoryEventStore, PostgresEventStore, register_event_types
-from studroom.services.partitions import LEASE_BUCKET, lease_owners, partition_of, store_of_table, store_schema
-from studroom.services.table_bench import TableDriver, chip_check, table_config
-from studroom.services.table_service import TableService
+from studroom.services.wire import protocol
+from studroom.services.wire import subjects
+from studroom.services.players.client import TableClient
+from studroom.services.table.command_handling import CommandHandler
+from studroom.services.runtime.embedded import EmbeddedNats, free_port, nats_server_binary
+from studroom.services.store.event_store import InMemoryEventStore, PostgresEventStore, register_event_types
+from studroom.services.table.partitions import LEASE_BUCKET, lease_owners, partition_of, store_of_table, store_schema
+from studroom.services.bench.table import TableDriver, chip_check, table_config
+from studroom.services.table.service import TableService
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -295,7 +296,7 @@ class Instance:
         self.log_path = log_dir / f"{instance_id}.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "studroom.services.table_service", "--instance-id", instance_id,
+            [sys.executable, "-m", "studroom.services.table.service", "--instance-id", instance_id,
              "-v", *args],
             env=env, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )

@@ -60,16 +60,17 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.domain.table import Table
-from studroom.services import subjects, timer_service
-from studroom.services.client import TableClient
-from studroom.services.config import (
+from studroom.services.wire import subjects
+from studroom.services.timer import service as timer_service
+from studroom.services.players.client import TableClient
+from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
     NATS_URL_VAR,
     Settings,
 )
-from studroom.services.embedded import EmbeddedNats
-from studroom.services.event_store import PostgresEventStore, register_event_types
+from studroom.services.runtime.embedded import EmbeddedNats
+from studroom.services.store.event_store import PostgresEventStore, register_event_types
 
 pytestmark = pytest.mark.integration
 
@@ -95,8 +96,8 @@ class Stack:
         self.failed: BaseException | None = None
 
     def _run(self) -> None:
-        from studroom.services.relay import serve_relay
-        from studroom.services.table_service import serve_table
+        from studroom.services.relay.relay import serve_relay
+        from studroom.services.table.service import serve_table
 
         asyncio.set_event_loop(self.loop)
 
@@ -397,7 +398,7 @@ def _spawn_timer(stack: Stack, log_path: Path, name: str) -> subprocess.Popen[by
     env["PYTHONUNBUFFERED"] = "1"
     with log_path.open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "studroom.services.timer_service", "--instance-id", name,
+            [sys.executable, "-m", "studroom.services.timer.service", "--instance-id", name,
              "--stats-every", "1"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 

@@ -13,11 +13,11 @@ from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown, SitOut, Sta
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import ChipsBought, HandStarted, TableOpened, TurnStarted
 from studroom.domain.table import Table
-from studroom.services import protocol
-from studroom.services.command_handling import CommandHandler, decode_request, ready_for_next_hand
-from studroom.services.event_store import InMemoryEventStore, VersionConflict
-from studroom.services.partitions import fnv1a_32, partition_of, spread, store_of_table
-from studroom.services.table_service import StoreWorker
+from studroom.services.wire import protocol
+from studroom.services.table.command_handling import CommandHandler, decode_request, ready_for_next_hand
+from studroom.services.store.event_store import InMemoryEventStore, VersionConflict
+from studroom.services.table.partitions import fnv1a_32, partition_of, spread, store_of_table
+from studroom.services.table.service import StoreWorker
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
 NOW = 1_700_000_000_000

@@ -39,9 +39,10 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.domain.table import Table
-from studroom.services import simulate, subjects
-from studroom.services.event_store import InMemoryEventStore
-from studroom.services.relay import Outbox, Outgoing, RelayError
+from studroom.domain import simulate
+from studroom.services.wire import subjects
+from studroom.services.store.event_store import InMemoryEventStore
+from studroom.services.relay.relay import Outbox, Outgoing, RelayError
 
 STORE = "studroom_p0"
 decode_event = msgspec.json.Decoder(TableEvent).decode

@@ -38,9 +38,9 @@ from typing import IO, Any
 import msgspec
 import psycopg
 from psycopg import sql
-from studroom.services import room as room_mod
-from studroom.services.config import Settings
-from studroom.services.stats import percentile
+from .. import room as room_mod
+from ..runtime.settings import Settings
+from ..runtime.stats import percentile
 
 
 @dataclass
@@ -231,7 +231,7 @@ def measure(nats_url: str, database_url: str, env: dict[str, str], log_dir: Path
 
 def bench(settings: Settings, *, seconds: float, tables: int, bots_per_table: int,
           stores_n: int, out: IO[str] = sys.stdout) -> list[Row]:
-    from studroom.services.embedded import servers
+    from ..runtime.embedded import servers
 
     def say(text: str) -> None:
         out.write(text + "\n")
@@ -318,7 +318,7 @@ def cli(args: Any) -> int:
 if __name__ == "__main__":
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench_room")
+    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench.room")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--tables", type=int, default=16)
     parser.add_argument("--bots-per-table", type=int, default=4)

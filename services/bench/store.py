@@ -1,6 +1,6 @@
 """How fast can one event store commit? Prints a few figures.
 
-    python -m studroom.services.bench_event_store [--seconds 3]
+    python -m studroom.services.bench.store [--seconds 3]
 
 Against ``STUDROOM_DATABASE_URL`` if set, else an embedded PostgreSQL in a
 temporary folder (default server settings: fsync and synchronous_commit on).
@@ -26,9 +26,9 @@ from pathlib import Path
 import msgspec
 import psycopg
 from psycopg import sql
-from studroom.services.config import Settings
-from studroom.services.embedded import EmbeddedPostgres
-from studroom.services.event_store import PostgresEventStore
+from ..runtime.settings import Settings
+from ..runtime.embedded import EmbeddedPostgres
+from ..store.event_store import PostgresEventStore
 
 
 class BenchEvent(msgspec.Struct, frozen=True, tag="bench"):

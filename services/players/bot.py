@@ -1,9 +1,9 @@
 """A bot: a plain NATS client that sits at one table and plays random legal poker.
 
 It uses nothing a real client could not use: commands go to the table service by
-request/reply (:class:`~studroom.services.client.TableClient`), and it learns what
+request/reply (:class:`~studroom.services.players.client.TableClient`), and it learns what
 happens from the relay's public subject of its table and its own private subject
-(its down cards).  Decisions come from :func:`studroom.services.simulate.choose`.
+(its down cards).  Decisions come from :func:`studroom.domain.simulate.choose`.
 
     bot = Bot(nc, TableClient(nc), "t01", seat=2, player="bot-t01-2", rng=random.Random(7))
     await bot.start()          # subscribe, sit down, buy in
@@ -80,17 +80,12 @@ from studroom.domain.events import (
     TableOpened,
     TurnStarted,
 )
-from studroom.services import simulate, subjects
+from studroom.domain import simulate
+from studroom.domain.errors import STALE_ANSWER
+from ..wire import protocol, subjects
 
 log = logging.getLogger(__name__)
 
-# Refusals that only mean "the turn you answered is over": nothing to do.
-STALE_CODES = frozenset({
-    "not_your_turn", "illegal_action", "no_hand", "not_in_hand", "stale_timeout",
-    "duplicate_command",
-})
-# Refusals that mean "try again" (another writer won, the partition moves, ...).
-RETRY_CODES = frozenset({"conflict", "unavailable", "timeout"})
 
 LATENCY_SAMPLES = 200_000
 
@@ -459,7 +454,7 @@ class Bot:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 (nats timeouts, no responders, closed)
-                code = "timeout" if isinstance(e, asyncio.TimeoutError) else type(e).__name__
+                code = protocol.TIMEOUT if isinstance(e, asyncio.TimeoutError) else type(e).__name__
                 log.debug("%s: %s on %s (attempt %d)", self.player, code, type(command).__name__, attempt)
                 if attempt + 1 == attempts:
                     self.stats.error(code)
@@ -474,10 +469,10 @@ class Bot:
                     self.stats.actions += 1
                 return reply
             code = reply.error.code if reply.error else "?"
-            if code in RETRY_CODES and attempt + 1 < attempts:
+            if code in protocol.RETRYABLE and attempt + 1 < attempts:
                 await asyncio.sleep(0.02 * 2**attempt)
                 continue
-            if code in STALE_CODES:
+            if code in STALE_ANSWER:
                 self.stats.refused_stale += 1
             elif code not in quiet and code != "must_show":
                 self.stats.error(code)
@@ -549,7 +544,7 @@ async def serve_bot(nats_url: str, table_id: str, seat: int, player: str, *, pac
                     stop: asyncio.Event | None = None) -> BotStats:
     """Run one bot until ``stop`` (or SIGINT/SIGTERM)."""
     import nats
-    from studroom.services.client import TableClient
+    from .client import TableClient
 
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -576,7 +571,7 @@ async def serve_bot(nats_url: str, table_id: str, seat: int, player: str, *, pac
 
 def cli(args: Any) -> int:
     """``studroom serve bot --table T --seat S --player P [--pace MS]``."""
-    from studroom.services.config import Settings
+    from ..runtime.settings import Settings
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = Settings.from_env()

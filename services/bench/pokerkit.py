@@ -33,7 +33,7 @@ from typing import Any
 STAKES = {"ante": 5, "bring_in": 10, "small_bet": 20, "big_bet": 40}
 STACK = 2000
 
-# same weights as studroom.services.simulate.WEIGHTS
+# same weights as studroom.domain.simulate.WEIGHTS
 W_FOLD, W_CHECK, W_CALL, W_AGGRESS, W_BRING_IN = 1, 4, 5, 2, 4
 
 _VARIANTS = {
@@ -173,7 +173,7 @@ def hands_per_second(game: str, players: int, seconds: float) -> float | None:
     return runner.hands_per_second
 
 
-if __name__ == "__main__":     # a quick look: python -m studroom.services.bench_pokerkit
+if __name__ == "__main__":     # a quick look: python -m studroom.services.bench.pokerkit
     for g in _VARIANTS:
         for n in (2, 8):
             hps = hands_per_second(g, n, 1.0)

@@ -2,7 +2,7 @@
 at 2 and 8 seats, side by side with the open-source engine pokerkit, and the hand
 evaluator's evaluations per second.
 
-    python -m studroom.services.bench_domain [--seconds N]
+    python -m studroom.services.bench.domain [--seconds N]
 
 Our hands are ``simulate.play_hand`` on one table (commands through the real aggregate,
 random legal answers to each ``TurnStarted``, everyone topped up between hands);
@@ -26,8 +26,8 @@ import time
 from studroom import domain
 from studroom.domain.events import Acted, TurnStarted
 
-from . import bench_eval, bench_pokerkit
-from .simulate import new_table, play_hand, top_up
+from . import evaluator as bench_eval, pokerkit as bench_pokerkit
+from studroom.domain.simulate import new_table, play_hand, top_up
 
 GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 SEATS = (2, 8)
@@ -183,7 +183,7 @@ def run(seconds: float = 2.0) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench_domain", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench.domain", description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine and case (default 2)")
     args = parser.parse_args(argv)
     if args.seconds <= 0:

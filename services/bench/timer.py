@@ -1,6 +1,6 @@
 """Benchmark of the timer service: timeouts per second and how late they come.
 
-    python -m studroom.services.bench_timer [--timers 1000] [--lead 2.0]
+    python -m studroom.services.bench.timer [--timers 1000] [--lead 2.0]
     studroom bench timer [--timers 1000]
 
 Runs on an embedded NATS server in a temporary folder (``STUDROOM_NATS_URL`` names
@@ -48,10 +48,11 @@ import nats
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 from studroom.domain.commands import Timeout
 from studroom.domain.events import TurnStarted
-from studroom.services import protocol, subjects
-from studroom.services.config import Settings
-from studroom.services.stats import percentile
-from studroom.services.timer_service import (
+from ..wire import protocol
+from ..wire import subjects
+from ..runtime.settings import Settings
+from ..runtime.stats import percentile
+from ..timer.service import (
     PullLoop,
     TimerPayload,
     TimerService,
@@ -287,7 +288,7 @@ async def run(nats_url: str, timers: int, lead: float) -> list[Row]:
 
 def nats_server_version() -> str:
     try:
-        from studroom.services.embedded import nats_server_binary, nats_server_version
+        from ..runtime.embedded import nats_server_binary, nats_server_version
 
         return ".".join(map(str, nats_server_version(nats_server_binary())))
     except Exception:  # noqa: BLE001
@@ -302,7 +303,7 @@ def main_with(timers: int, lead: float, out: Any = sys.stdout) -> int:
     server = None
     try:
         if settings.nats_url is None:
-            from studroom.services.embedded import EmbeddedNats
+            from ..runtime.embedded import EmbeddedNats
 
             folder = Path(tempfile.mkdtemp(prefix="studroom-bench-timer-"))
             server = EmbeddedNats(folder).start()
@@ -333,7 +334,7 @@ def cli(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench_timer",
+    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench.timer",
                                      description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return cli(parser.parse_args(argv))

@@ -74,7 +74,7 @@ from typing import IO, TYPE_CHECKING, Self
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from studroom.services.config import Settings
+    from .settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -482,7 +482,7 @@ class EmbeddedNats(_ServerProcess):
     ``sync_always=True`` makes JetStream fsync every write (default: the server's
     periodic sync; a crashed process loses nothing, a crashed machine may).
     ``mappings`` are the server's subject mappings (default:
-    :func:`studroom.services.subjects.command_mapping`, which sends
+    :func:`studroom.services.wire.subjects.command_mapping`, which sends
     ``studroom.cmd.<table>`` to ``studroom.pcmd.<partition>.<table>``; ``{}`` for none).
     """
 
@@ -499,7 +499,7 @@ class EmbeddedNats(_ServerProcess):
         super().__init__(data_dir)
         self.sync_always = sync_always
         if mappings is None:
-            from studroom.services import subjects
+            from ..wire import subjects
 
             mappings = subjects.command_mapping()
         self.mappings = dict(mappings)

@@ -1,9 +1,9 @@
 """Drive tables through the table service, as bots would, and measure it.
 
-    python -m studroom.services.table_bench [--tables 8] [--stores 1 2] [--seconds 5]
+    python -m studroom.services.bench.table [--tables 8] [--stores 1 2] [--seconds 5]
 
 :class:`TableDriver` plays one table with random legal moves through a
-:class:`~studroom.services.client.TableClient` (NATS request/reply, no think time).
+:class:`~studroom.services.players.client.TableClient` (NATS request/reply, no think time).
 It learns the table's state the way a trusted tool may: by reading the table's
 events from the event store after each reply and replaying them into a local
 :class:`~studroom.domain.table.Table` (a read-only mirror; the service alone
@@ -48,10 +48,10 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.domain.table import Table
-from studroom.services.client import TableClient
-from studroom.services.event_store import EventStore
-from studroom.services.protocol import Reply
-from studroom.services.stats import percentile
+from ..players.client import TableClient
+from ..store.event_store import EventStore
+from ..wire.protocol import Reply
+from ..runtime.stats import percentile
 
 STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
 WEIGHTS = {"fold": 1, "check": 4, "call": 5, "bet": 2, "raise": 2, "complete": 2, "bring_in": 4}
@@ -192,9 +192,9 @@ async def bench(
     players: int = 4,
 ) -> dict[str, Any]:
     import nats
-    from studroom.services.event_store import PostgresEventStore
-    from studroom.services.partitions import store_of_table, store_schema
-    from studroom.services.table_service import TableService
+    from ..store.event_store import PostgresEventStore
+    from ..table.partitions import store_of_table, store_schema
+    from ..table.service import TableService
 
     run_id = uuid.uuid4().hex[:8]
     prefix = f"bench_{run_id}_p"
@@ -272,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args(argv)
 
-    from studroom.services.config import Settings
-    from studroom.services.embedded import servers
+    from ..runtime.settings import Settings
+    from ..runtime.embedded import servers
 
     env = Settings.from_env()
     with ExitStack() as stack:

@@ -1,6 +1,6 @@
 """The timer service: every turn ends, on time, exactly once (rules R5, R18, R19, R20).
 
-    python -m studroom.services.timer_service [--instance-id ID]
+    python -m studroom.services.timer.service [--instance-id ID]
     studroom serve timer [--instance-id ID]
 
 A process of its own, a plain NATS client.  It reads what every client reads, the
@@ -22,7 +22,7 @@ The flow
     3. At the deadline the NATS server publishes the body on
        ``studroom.timer.fire.T``.  A second durable consumer, ``studroom_timer_fire``,
        receives it and the service sends ``Timeout(turn=..., seat=...)`` to the table
-       (:class:`~studroom.services.client.TableClient`, request/reply on
+       (:class:`~studroom.services.players.client.TableClient`, request/reply on
        ``studroom.cmd.T``).  The message is acked AFTER the table's reply:
        ``ok`` (the player was timed out: the table records ``TimedOut``/``AnteSkipped``
        and starts the next turn), ``stale_timeout`` (the player acted in time: R20, the
@@ -134,8 +134,9 @@ from nats.js.api import (
     StreamConfig,
 )
 from studroom.domain.commands import Timeout
-from studroom.services import subjects
-from studroom.services.config import Settings
+from studroom.domain.errors import NO_HAND, STALE_TIMEOUT
+from ..wire import protocol, subjects
+from ..runtime.settings import Settings
 
 log = logging.getLogger("studroom.timer")
 
@@ -144,8 +145,8 @@ FIRES_CONSUMER = "studroom_timer_fire"       # on STUDROOM_TIMERS: fired timers
 EVENT_HEADER = "Studroom-Event"
 WANTED_EVENTS = frozenset({"TurnStarted", "TimedOut"})
 RECENT_TIMEOUTS = 20                         # entries kept per table in the KV value
-STALE_CODES = frozenset({"stale_timeout", "no_hand"})
-RETRY_CODES = frozenset({"conflict", "unavailable", "internal", "timeout"})
+# The turn this timer was set for is over (answered, or its hand ended): drop the timer.
+STALE_CODES = frozenset({STALE_TIMEOUT, NO_HAND})
 WRONG_LAST_SEQUENCE = 10071                  # JetStream API error code
 
 
@@ -471,9 +472,9 @@ async def wait_for_stream(js: Any, stream: str, stop: asyncio.Event | None, poll
 
 
 def table_client(nc: Any, retry_for: float = 2.0) -> Any:
-    """A :class:`~studroom.services.client.TableClient` that retries a busy or moving
+    """A :class:`~studroom.services.players.client.TableClient` that retries a busy or moving
     table only briefly: longer outages are the fire consumer's redelivery's job."""
-    from studroom.services.client import TableClient
+    from ..players.client import TableClient
 
     return TableClient(nc, retry_for=retry_for)
 
@@ -674,7 +675,7 @@ class TimerService:
                 await msg.nak(delay=_backoff(msg))
             return
         code = "ok" if reply.ok else (reply.error.code if reply.error else "?")
-        if code in RETRY_CODES:
+        if code in protocol.RETRYABLE:
             self.stats.retried += 1
             with contextlib.suppress(Exception):
                 await msg.nak(delay=_backoff(msg))
@@ -730,7 +731,7 @@ async def serve_timer(
     embedded = None
     url = settings.nats_url
     if url is None:
-        from studroom.services.embedded import EmbeddedNats
+        from ..runtime.embedded import EmbeddedNats
 
         embedded = EmbeddedNats(settings.data_dir)
         await asyncio.to_thread(embedded.start)
@@ -792,7 +793,7 @@ async def _report(stats: TimerStats, stop: asyncio.Event, every: float) -> None:
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     parser = parser or argparse.ArgumentParser(
-        prog="python -m studroom.services.timer_service",
+        prog="python -m studroom.services.timer.service",
         description="The timer service: times out turns at their deadline (JetStream schedules).")
     add_arguments(parser)
     return parser

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from studroom.services.config import Settings
-from studroom.services.embedded import EmbeddedNats, EmbeddedPostgres
+from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.embedded import EmbeddedNats, EmbeddedPostgres
 
 
 @pytest.fixture(scope="session")

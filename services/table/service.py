@@ -1,7 +1,7 @@
 """The table service: table commands from NATS, events into the event store(s).
 
     studroom serve table [--instance-id ID] [--stores N] [--pause-ms MS] ...
-    python -m studroom.services.table_service ...          (the same)
+    python -m studroom.services.table.service ...          (the same)
 
 Flow
     A client requests ``studroom.cmd.<table>``; the NATS server maps it to
@@ -61,20 +61,18 @@ from typing import Any
 import msgspec
 
 from studroom.domain.commands import Command, StartHand
-from studroom.services import subjects
-from studroom.services.command_handling import (
-    BAD_REQUEST,
-    INTERNAL,
-    UNAVAILABLE,
+from ..wire import subjects
+from ..wire.protocol import BAD_REQUEST, INTERNAL, UNAVAILABLE
+from .command_handling import (
     BadRequest,
     CommandHandler,
     Outcome,
     decode_request,
     error_reply,
 )
-from studroom.services.config import Settings
-from studroom.services.event_store import EventStore
-from studroom.services.partitions import (
+from ..runtime.settings import Settings
+from ..store.event_store import EventStore
+from .partitions import (
     DEFAULT_LEASE_TTL,
     LEASE_BUCKET,
     STORE_SCHEMA_PREFIX,
@@ -85,7 +83,7 @@ from studroom.services.partitions import (
     store_index,
     store_schema,
 )
-from studroom.services.protocol import Reply
+from ..wire.protocol import Reply
 
 log = logging.getLogger("studroom.table_service")
 
@@ -542,8 +540,8 @@ async def serve_table(
     """
     import nats
 
-    from studroom.services.embedded import servers
-    from studroom.services.event_store import PostgresEventStore
+    from ..runtime.embedded import servers
+    from ..store.event_store import PostgresEventStore
 
     stop = stop or asyncio.Event()
     instance_id = instance_id or default_instance_id()

@@ -2,7 +2,7 @@
 
 Partition of a table
     The NATS server maps ``studroom.cmd.<table>`` to ``studroom.pcmd.<p>.<table>``
-    with ``{{partition(N,1)}}`` (see :func:`studroom.services.subjects.command_mapping`):
+    with ``{{partition(N,1)}}`` (see :func:`studroom.services.wire.subjects.command_mapping`):
     FNV-1a (32 bit) of the table id, modulo N. :func:`partition_of` is the same
     function in Python (checked against a real server in the integration tests), so
     any process can tell where a table lives without asking NATS.
@@ -47,7 +47,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
-from studroom.services import subjects
+from ..wire import subjects
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,14 @@ from bisect import bisect
 from functools import lru_cache
 from itertools import accumulate
 
-from studroom.domain.commands import (
+from .commands import (
     Act, BuyIn, Command, Muck, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
 )
-from studroom.domain.config import Stakes, TableConfig
-from studroom.domain.deck import SEED_BYTES
-from studroom.domain.errors import DomainError
-from studroom.domain.events import Event, TurnStarted
-from studroom.domain.table import Table
+from .config import Stakes, TableConfig
+from .deck import SEED_BYTES
+from .errors import DomainError
+from .events import Event, TurnStarted
+from .table import Table
 
 STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
 

@@ -12,11 +12,11 @@ import msgspec
 
 from studroom.domain.commands import TableCommand
 from studroom.domain.events import TableEvent
-from studroom.services.protocol import Reply
+from .protocol import Reply
 
 SCHEMAS = {"events.json": TableEvent, "commands.json": TableCommand, "reply.json": Reply}
 
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "docs" / "schema"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
 def render(kind: object) -> str:

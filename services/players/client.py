@@ -4,8 +4,8 @@
     reply = await client.send("t1", Act(seat=3, action="call"))
     if not reply.ok: print(reply.error.code)
 
-``send`` encodes the command (:mod:`studroom.services.protocol`), requests
-``studroom.cmd.<table>`` and decodes the :class:`~studroom.services.protocol.Reply`.
+``send`` encodes the command (:mod:`studroom.services.wire.protocol`), requests
+``studroom.cmd.<table>`` and decodes the :class:`~studroom.services.wire.protocol.Reply`.
 
 Retries. Partitions change owners (an instance stops, dies or joins): for a few
 seconds a request may find no responder, time out, or be answered ``unavailable``
@@ -28,14 +28,12 @@ from typing import Any
 
 import msgspec
 
-from studroom.services import protocol, subjects
-from studroom.services.protocol import ErrorBody, Reply
-
-RETRY_CODES = frozenset({"unavailable", "conflict"})
-
+from ..wire import protocol
+from ..wire import subjects
+from ..wire.protocol import ErrorBody, Reply
 
 def _unavailable(message: str) -> Reply:
-    return Reply(ok=False, error=ErrorBody("unavailable", message))
+    return Reply(ok=False, error=ErrorBody(protocol.UNAVAILABLE, message))
 
 
 class TableClient:
@@ -78,7 +76,7 @@ class TableClient:
                     return reply
                 if timed_out and reply.error.code == "duplicate_command":
                     return Reply(ok=True)       # the timed-out attempt was carried out
-                if reply.error.code not in RETRY_CODES:
+                if reply.error.code not in protocol.RETRYABLE:
                     return reply
                 last = f"{reply.error.code}: {reply.error.message}"
             if time.monotonic() + pause > deadline:

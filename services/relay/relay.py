@@ -72,7 +72,7 @@ Durability
     when a store is shorter than its record (a reset store: its ids would collide).
 
 Run
-    ``python -m studroom.services.relay --stores N`` (schemas ``studroom_p0`` ..
+    ``python -m studroom.services.relay.relay --stores N`` (schemas ``studroom_p0`` ..
     ``studroom_p{N-1}``), or ``--schema NAME`` (repeatable); servers from
     ``STUDROOM_NATS_URL`` / ``STUDROOM_DATABASE_URL`` (embedded ones in
     ``STUDROOM_DATA_DIR`` when unset). From Python: :func:`serve_relay`.
@@ -103,9 +103,9 @@ from eventsourcing.persistence import PersistenceError
 from nats.js import api
 from studroom.domain import views
 from studroom.domain.events import HandStarted, PlayerLeft, PlayerSatDown
-from studroom.services import subjects
-from studroom.services.config import Settings
-from studroom.services.event_store import EventStore, Notification, PostgresEventStore
+from ..wire import subjects
+from ..runtime.settings import Settings
+from ..store.event_store import EventStore, Notification, PostgresEventStore
 
 __all__ = [
     "BusError",
@@ -959,7 +959,7 @@ async def serve_relay(
 ) -> Relay:
     """Relay the stores in ``store_schemas`` (one PostgreSQL schema each) until
     ``stop`` is set (or the task is cancelled). Returns the relay (its stats)."""
-    from studroom.services.embedded import servers
+    from ..runtime.embedded import servers
 
     config = config or RelayConfig()
     stop = stop or asyncio.Event()
@@ -1018,7 +1018,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The relay's options (``python -m studroom.services.relay`` and ``studroom serve relay``)."""
+    """The relay's options (``python -m studroom.services.relay.relay`` and ``studroom serve relay``)."""
     parser.add_argument("--stores", type=int, default=1,
                         help="number of partitioned stores: schemas studroom_p0 .. studroom_p{N-1}")
     parser.add_argument("--schema", action="append", default=None,

@@ -1,7 +1,7 @@
 """The table service's core: commands in, events stored, a reply out. No NATS here.
 
 :class:`CommandHandler` takes ``(table_id, command)`` pairs and an
-:class:`~studroom.services.event_store.EventStore`:
+:class:`~studroom.services.store.event_store.EventStore`:
 
 1. the table comes from a cache of :class:`~studroom.domain.table.Table` objects (kept
    while this instance owns the table's partition) or, on a miss, from
@@ -52,17 +52,13 @@ from studroom.domain.commands import Command, OpenTable, StartHand
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.table import Table
-from studroom.services import protocol, subjects
-from studroom.services.event_store import EventStore, VersionConflict
-from studroom.services.protocol import ErrorBody, Reply
+from ..wire import protocol
+from ..wire import subjects
+from ..store.event_store import EventStore, VersionConflict
+from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, ErrorBody, Reply
 
 log = logging.getLogger(__name__)
 
-BAD_REQUEST = "bad_request"
-UNKNOWN_TABLE = "unknown_table"
-CONFLICT = "conflict"
-INTERNAL = "internal"
-UNAVAILABLE = "unavailable"
 
 
 class BadRequest(Exception):

@@ -4,15 +4,29 @@ A request's body is one table command as msgspec JSON: the tagged union
 :data:`studroom.domain.commands.TableCommand` (``{"type": "Act", "seat": 3, ...}``).
 The reply is a :class:`Reply`: ``{"ok": true, "version": 42}`` or
 ``{"ok": false, "error": {"code": "not_your_turn", "message": "..."}}``.  Error codes
-are the domain's (stable), plus the service's own: ``bad_request`` (malformed
-message), ``unknown_table``, ``conflict`` (another writer won; retry), ``unavailable``.
+are the domain's (stable, ``studroom.domain.errors``), plus the service's own below.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 import msgspec
 
 from studroom.domain.commands import TableCommand
+
+
+# The services' own error codes (the domain's are in studroom.domain.errors).
+BAD_REQUEST: Final = "bad_request"      # a malformed message, or a name that cannot be stored
+UNKNOWN_TABLE: Final = "unknown_table"  # no such table (not opened)
+CONFLICT: Final = "conflict"            # another writer stored first; the command changed nothing
+UNAVAILABLE: Final = "unavailable"      # no service owns the table right now (partition moving)
+INTERNAL: Final = "internal"            # the service failed; the command changed nothing
+TIMEOUT: Final = "timeout"              # the client got no reply in time (set by the client)
+
+# Codes a client, a bot or the timer retries (a bounded number of times): each means the
+# command changed nothing and the same command may succeed a moment later.
+RETRYABLE: Final = frozenset({CONFLICT, UNAVAILABLE, INTERNAL, TIMEOUT})
 
 
 class ErrorBody(msgspec.Struct, frozen=True):
