@@ -57,6 +57,8 @@ from .runtime.settings import (
     Settings,
 )
 from .runtime.stats import percentile
+from .store.inspect import events_stored, load_tables, store_layout_problem
+from .store.layout import STORE_SCHEMA_PREFIX, store_schemas
 
 ROOM_GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 ROOM_RAKE = Rake(basis_points=500, cap=30)          # 5 %, at most 30 chips a hand
@@ -74,92 +76,6 @@ def table_config(index: int) -> TableConfig:
 
 def player_name(table_id: str, seat: int) -> str:
     return f"{table_id}-p{seat}"
-
-
-# ------------------------------------------------------------------------ the store
-
-
-def store_schemas(stores: int, prefix: str | None = None) -> list[str]:
-    """The schemas of the ``stores`` event stores the table service writes."""
-    from .table.partitions import STORE_SCHEMA_PREFIX, store_schema
-
-    return [store_schema(j, prefix or STORE_SCHEMA_PREFIX) for j in range(stores)]
-
-
-def store_layout_problem(database_url: str, stores: int) -> str | None:
-    """Tables stored under another number of stores would be looked for in the wrong
-    store (and opened anew there): say so, or None when the layout fits."""
-    import re
-
-    import psycopg
-    from .table.partitions import (
-        STORE_SCHEMA_PREFIX,
-        store_of_table,
-        store_schema,
-    )
-
-    pattern = re.compile(re.escape(STORE_SCHEMA_PREFIX) + r"(\d+)$")
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'events'"
-        ).fetchall()
-    found = sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.match(schema)))
-    misplaced = []
-    for index in found:
-        for store in open_stores(database_url, [store_schema(index)]):
-            try:
-                misplaced += [t for t in stream_ids(store) if store_of_table(t, stores) != index]
-            finally:
-                store.close()
-    if not misplaced:
-        return None
-    return (f"{len(misplaced)} stored tables (e.g. {misplaced[0]}) live in other event stores "
-            f"than --stores {stores} puts them; start with the number of stores they were "
-            f"written with (store schemas found: {', '.join(store_schema(i) for i in found)})")
-
-
-def open_stores(database_url: str, schemas: Sequence[str]) -> list[Any]:
-    from studroom.domain.events import TableEvent
-    from .store.event_store import PostgresEventStore, register_event_types
-
-    register_event_types(TableEvent)
-    return [PostgresEventStore(database_url, schema=s, pool_size=2, max_overflow=2) for s in schemas]
-
-
-def stream_ids(store: Any) -> list[str]:
-    """Every stream (table) of a PostgreSQL event store."""
-    from psycopg import sql
-
-    statement = sql.SQL("SELECT DISTINCT originator_id FROM {}.{}").format(
-        sql.Identifier(store.schema), sql.Identifier(store.table))
-    with store.datastore.get_connection() as conn:
-        return sorted(row["originator_id"] for row in conn.execute(statement).fetchall())
-
-
-def load_tables(database_url: str, schemas: Sequence[str],
-                only: Iterable[str] | None = None) -> dict[str, list[Event]]:
-    """Every table's stored events (or those of the tables ``only``), from all stores."""
-    found: dict[str, list[Event]] = {}
-    wanted = None if only is None else set(only)
-    stores = open_stores(database_url, schemas)
-    try:
-        for store in stores:
-            for stream in stream_ids(store):
-                if wanted is None or stream in wanted:
-                    found.setdefault(stream, []).extend(store.load(stream))
-    finally:
-        for store in stores:
-            store.close()
-    return found
-
-
-def events_stored(database_url: str, schemas: Sequence[str]) -> int:
-    stores = open_stores(database_url, schemas)
-    try:
-        return sum(store.max_notification_id() for store in stores)
-    finally:
-        for store in stores:
-            store.close()
 
 
 @dataclass

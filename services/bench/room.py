@@ -41,6 +41,8 @@ from psycopg import sql
 from .. import room as room_mod
 from ..runtime.settings import Settings
 from ..runtime.stats import percentile
+from ..store.inspect import events_stored
+from ..store.layout import store_schemas
 
 
 @dataclass
@@ -190,7 +192,7 @@ async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan
         await room.start()
         stats = room.stats
         await asyncio.sleep(1.0)                     # warm up
-        before = await asyncio.to_thread(room_mod.events_stored, database_url, schemas)
+        before = await asyncio.to_thread(events_stored, database_url, schemas)
         actions, hands, errors = stats.actions, stats.hands, stats.errors
         stats.latencies.clear()
         cpu_before = cpu.sample()
@@ -200,7 +202,7 @@ async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan
         cpu_after = cpu.sample()
         result = (elapsed, stats.actions - actions, stats.hands - hands, stats.errors - errors,
                   list(stats.latencies))
-        after = await asyncio.to_thread(room_mod.events_stored, database_url, schemas)
+        after = await asyncio.to_thread(events_stored, database_url, schemas)
         used = {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}
         return (*result, after - before, used)
     finally:
@@ -210,7 +212,7 @@ async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan
 def measure(nats_url: str, database_url: str, env: dict[str, str], log_dir: Path, *,
             instances: int, stores: int, tables: int, bots_per_table: int, seconds: float,
             prefix: str, data_dir: Path | None = None) -> Row:
-    schemas = room_mod.store_schemas(stores)
+    schemas = store_schemas(stores)
     ids = room_mod.table_ids(tables, prefix=prefix)
     plans = room_mod.plan_tables(ids, bots_per_table, {})
     services = room_mod.Services(env, log_dir, instances=instances, stores=stores, name=prefix)

@@ -193,7 +193,7 @@ async def bench(
 ) -> dict[str, Any]:
     import nats
     from ..store.event_store import PostgresEventStore
-    from ..table.partitions import store_of_table, store_schema
+    from ..store.layout import store_of_table, store_schema
     from ..table.service import TableService
 
     run_id = uuid.uuid4().hex[:8]

@@ -105,6 +105,7 @@ from studroom.domain import views
 from studroom.domain.events import HandStarted, PlayerLeft, PlayerSatDown
 from ..wire import subjects
 from ..runtime.settings import Settings
+from ..store.layout import store_schemas
 from ..store.event_store import EventStore, Notification, PostgresEventStore
 
 __all__ = [
@@ -120,18 +121,12 @@ __all__ = [
     "StoreRelay",
     "ensure_streams",
     "main",
-    "partition_schemas",
     "serve_relay",
 ]
 
 log = logging.getLogger(__name__)
 
 POSITION_VERSION = 1
-
-
-def partition_schemas(stores: int) -> list[str]:
-    """The schemas of partitioned stores: ``studroom_p0`` .. ``studroom_p{n-1}``."""
-    return [f"studroom_p{k}" for k in range(stores)]
 
 
 @dataclass(frozen=True)
@@ -1038,7 +1033,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    schemas = args.schema or partition_schemas(args.stores)
+    schemas = args.schema or store_schemas(args.stores)
     config = RelayConfig(
         batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas
     )

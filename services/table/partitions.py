@@ -1,16 +1,7 @@
-"""Partitions: which partition a table is in, which store holds it, who serves it.
+"""Partition leases: which table-service instance serves which partitions.
 
-Partition of a table
-    The NATS server maps ``studroom.cmd.<table>`` to ``studroom.pcmd.<p>.<table>``
-    with ``{{partition(N,1)}}`` (see :func:`studroom.services.wire.subjects.command_mapping`):
-    FNV-1a (32 bit) of the table id, modulo N. :func:`partition_of` is the same
-    function in Python (checked against a real server in the integration tests), so
-    any process can tell where a table lives without asking NATS.
-
-Store of a table
-    Partition ``p`` is stored in event store ``p % n_stores`` (PostgreSQL schema
-    ``studroom_p{j}``, see :func:`store_schema`). Every table-service instance of an
-    installation must run with the same number of partitions and stores.
+A table's partition is :func:`..wire.partitioning.partition_of`; its store is
+:func:`..store.layout.store_of_table`.
 
 One owner per partition: leases in a JetStream KV bucket
     Bucket ``studroom_leases`` (memory storage, history 1, ``max_age`` = the lease
@@ -48,46 +39,12 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from ..wire import subjects
+from ..wire.partitioning import fnv1a_32
 
 log = logging.getLogger(__name__)
 
 LEASE_BUCKET = "studroom_leases"
 DEFAULT_LEASE_TTL = 3.0          # seconds
-STORE_SCHEMA_PREFIX = "studroom_p"
-
-_FNV_OFFSET = 0x811C9DC5
-_FNV_PRIME = 0x01000193
-
-
-def fnv1a_32(data: bytes) -> int:
-    h = _FNV_OFFSET
-    for byte in data:
-        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
-    return h
-
-
-def partition_of(table_id: str, partitions: int = subjects.PARTITIONS) -> int:
-    """The partition the NATS server maps a table's commands to."""
-    return fnv1a_32(table_id.encode()) % partitions
-
-
-def partition_of_subject(subject: str) -> int:
-    """``studroom.pcmd.<p>.<table>`` -> p."""
-    return int(subject.split(".")[2])
-
-
-def store_index(partition: int, n_stores: int) -> int:
-    return partition % n_stores
-
-
-def store_of_table(table_id: str, n_stores: int, partitions: int = subjects.PARTITIONS) -> int:
-    return store_index(partition_of(table_id, partitions), n_stores)
-
-
-def store_schema(index: int, prefix: str = STORE_SCHEMA_PREFIX) -> str:
-    """The PostgreSQL schema of event store ``index``."""
-    return f"{prefix}{index}"
-
 
 # --------------------------------------------------------------------------- leases
 

@@ -72,17 +72,9 @@ from .command_handling import (
 )
 from ..runtime.settings import Settings
 from ..store.event_store import EventStore
-from .partitions import (
-    DEFAULT_LEASE_TTL,
-    LEASE_BUCKET,
-    STORE_SCHEMA_PREFIX,
-    LeaseManager,
-    partition_of,
-    partition_of_subject,
-    spread,
-    store_index,
-    store_schema,
-)
+from ..store.layout import STORE_SCHEMA_PREFIX, store_index, store_schema
+from ..wire.partitioning import partition_of, partition_of_subject
+from .partitions import DEFAULT_LEASE_TTL, LEASE_BUCKET, LeaseManager, spread
 from ..wire.protocol import Reply
 
 log = logging.getLogger("studroom.table_service")

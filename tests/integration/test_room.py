@@ -41,6 +41,8 @@ from studroom.domain.events import (
 )
 from studroom.domain.table import Table
 from studroom.services import room as room_mod
+from studroom.services.store.inspect import load_tables, open_stores, stream_ids
+from studroom.services.store.layout import store_schemas
 from studroom.services.wire import subjects
 from studroom.services.players.bot import decode_event
 from studroom.services.runtime.settings import (
@@ -178,7 +180,7 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay(
 ) -> None:
     run = uuid.uuid4().hex[:6]
     prefix = f"itroom_{run}_p"
-    schemas = room_mod.store_schemas(2, prefix)
+    schemas = store_schemas(2, prefix)
     ids = room_mod.table_ids(TABLES, prefix=f"it{run}t")
     plans = room_mod.plan_tables(ids, BOTS_PER_TABLE, {})
     env = room_mod.child_env(nats_url, database_url, settings.data_dir)
@@ -200,12 +202,12 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay(
     assert stats.hands >= 100, f"only {stats.hands} hands were played"
     assert stats.errors == 0, stats.error_codes
 
-    stored = {t: e for t, e in room_mod.load_tables(database_url, schemas).items() if t in ids}
+    stored = {t: e for t, e in load_tables(database_url, schemas).items() if t in ids}
     assert sorted(stored) == ids
     # Both stores hold tables (partition p -> store p % 2) and both services served.
-    stores = room_mod.open_stores(database_url, schemas)
+    stores = open_stores(database_url, schemas)
     try:
-        assert all(room_mod.stream_ids(store) for store in stores)
+        assert all(stream_ids(store) for store in stores)
     finally:
         for store in stores:
             store.close()

@@ -31,7 +31,9 @@ from studroom.services.players.client import TableClient
 from studroom.services.table.command_handling import CommandHandler
 from studroom.services.runtime.embedded import EmbeddedNats, free_port, nats_server_binary
 from studroom.services.store.event_store import InMemoryEventStore, PostgresEventStore, register_event_types
-from studroom.services.table.partitions import LEASE_BUCKET, lease_owners, partition_of, store_of_table, store_schema
+from studroom.services.store.layout import store_of_table, store_schema
+from studroom.services.table.partitions import LEASE_BUCKET, lease_owners
+from studroom.services.wire.partitioning import partition_of
 from studroom.services.bench.table import TableDriver, chip_check, table_config
 from studroom.services.table.service import TableService
 

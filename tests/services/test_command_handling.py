@@ -16,7 +16,9 @@ from studroom.domain.table import Table
 from studroom.services.wire import protocol
 from studroom.services.table.command_handling import CommandHandler, decode_request, ready_for_next_hand
 from studroom.services.store.event_store import InMemoryEventStore, VersionConflict
-from studroom.services.table.partitions import fnv1a_32, partition_of, spread, store_of_table
+from studroom.services.store.layout import store_of_table
+from studroom.services.table.partitions import spread
+from studroom.services.wire.partitioning import fnv1a_32, partition_of
 from studroom.services.table.service import StoreWorker
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))

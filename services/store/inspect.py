@@ -1,0 +1,81 @@
+"""Reading whole event stores: every table in them, how many events, whether the layout fits.
+
+For the room's summary, the chip check, reconciliation and tests; the services read
+one table at a time through the :class:`.event_store.EventStore` port.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from studroom.domain.events import Event, TableEvent
+
+from .event_store import PostgresEventStore, register_event_types
+from .layout import STORE_SCHEMA_PREFIX, store_of_table, store_schema
+
+
+def store_layout_problem(database_url: str, stores: int) -> str | None:
+    """Tables stored under another number of stores would be looked for in the wrong
+    store (and opened anew there): say so, or None when the layout fits."""
+    pattern = re.compile(re.escape(STORE_SCHEMA_PREFIX) + r"(\d+)$")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'events'"
+        ).fetchall()
+    found = sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.match(schema)))
+    misplaced = []
+    for index in found:
+        for store in open_stores(database_url, [store_schema(index)]):
+            try:
+                misplaced += [t for t in stream_ids(store) if store_of_table(t, stores) != index]
+            finally:
+                store.close()
+    if not misplaced:
+        return None
+    return (f"{len(misplaced)} stored tables (e.g. {misplaced[0]}) live in other event stores "
+            f"than --stores {stores} puts them; start with the number of stores they were "
+            f"written with (store schemas found: {', '.join(store_schema(i) for i in found)})")
+
+
+def open_stores(database_url: str, schemas: Sequence[str]) -> list[Any]:
+    register_event_types(TableEvent)
+    return [PostgresEventStore(database_url, schema=s, pool_size=2, max_overflow=2) for s in schemas]
+
+
+def stream_ids(store: Any) -> list[str]:
+    """Every stream (table) of a PostgreSQL event store."""
+    statement = sql.SQL("SELECT DISTINCT originator_id FROM {}.{}").format(
+        sql.Identifier(store.schema), sql.Identifier(store.table))
+    with store.datastore.get_connection() as conn:
+        return sorted(row["originator_id"] for row in conn.execute(statement).fetchall())
+
+
+def load_tables(database_url: str, schemas: Sequence[str],
+                only: Iterable[str] | None = None) -> dict[str, list[Event]]:
+    """Every table's stored events (or those of the tables ``only``), from all stores."""
+    found: dict[str, list[Event]] = {}
+    wanted = None if only is None else set(only)
+    stores = open_stores(database_url, schemas)
+    try:
+        for store in stores:
+            for stream in stream_ids(store):
+                if wanted is None or stream in wanted:
+                    found.setdefault(stream, []).extend(store.load(stream))
+    finally:
+        for store in stores:
+            store.close()
+    return found
+
+
+def events_stored(database_url: str, schemas: Sequence[str]) -> int:
+    stores = open_stores(database_url, schemas)
+    try:
+        return sum(store.max_notification_id() for store in stores)
+    finally:
+        for store in stores:
+            store.close()
