@@ -14,7 +14,7 @@ from .commands import (
 )
 from .config import Stakes, TableConfig
 from .deck import SEED_BYTES
-from .errors import DomainError
+from .errors import MUST_SHOW, DomainError
 from .events import Event, TurnStarted
 from .table import Table
 
@@ -71,7 +71,7 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
         try:
             new = table.execute(command)
         except DomainError as refused:
-            if refused.code != "must_show":      # R22: the last claimant may not muck
+            if refused.code != MUST_SHOW:        # R22: the last claimant may not muck
                 raise
             new = table.execute(Show(seat=command.seat))  # type: ignore[attr-defined]
         events += new

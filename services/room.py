@@ -42,13 +42,14 @@ from pathlib import Path
 from typing import IO, Any, Self
 
 import msgspec
+from studroom.domain import simulate
 from studroom.domain.commands import OpenTable
 from studroom.domain.config import Rake, TableConfig
-from studroom.domain.events import ChipsBought, Event, HandEnded, PlayerLeft
+from studroom.domain.events import Event
 from studroom.domain.games import GAMES
 from studroom.domain.table import Table
-from studroom.domain import simulate
-from .wire import protocol, subjects
+from studroom.projections.ledger.conservation import ChipCheck, check_tables
+
 from .players.bot import Bot, BotStats, decode_event
 from .runtime.settings import (
     DATA_DIR_VAR,
@@ -58,7 +59,8 @@ from .runtime.settings import (
 )
 from .runtime.stats import percentile
 from .store.inspect import events_stored, load_tables, store_layout_problem
-from .store.layout import STORE_SCHEMA_PREFIX, store_schemas
+from .store.layout import store_schemas
+from .wire import protocol, subjects
 
 ROOM_GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 ROOM_RAKE = Rake(basis_points=500, cap=30)          # 5 %, at most 30 chips a hand
@@ -76,70 +78,6 @@ def table_config(index: int) -> TableConfig:
 
 def player_name(table_id: str, seat: int) -> str:
     return f"{table_id}-p{seat}"
-
-
-@dataclass
-class ChipCheck:
-    """One table's chips (or several tables' totals)."""
-
-    tables: int = 0
-    bought: int = 0
-    behind: int = 0          # on the seats, not in a pot
-    in_hand: int = 0         # put into the unfinished hand
-    rake: int = 0
-    cashed_out: int = 0
-    hands: int = 0
-    bad: list[str] = field(default_factory=list)
-
-    @property
-    def conserved(self) -> bool:
-        return not self.bad and self.bought == self.behind + self.in_hand + self.rake + self.cashed_out
-
-    def add(self, other: ChipCheck) -> None:
-        self.tables += other.tables
-        self.bought += other.bought
-        self.behind += other.behind
-        self.in_hand += other.in_hand
-        self.rake += other.rake
-        self.cashed_out += other.cashed_out
-        self.hands += other.hands
-        self.bad += other.bad
-
-
-def check_chips(table_id: str, events: Sequence[Event]) -> ChipCheck:
-    """Replay one table and count its chips."""
-    check = ChipCheck(tables=1)
-    try:
-        table = Table.replay(events)
-    except Exception as e:  # noqa: BLE001 (a table that cannot be replayed is the finding)
-        check.bad.append(f"{table_id}: replay failed: {type(e).__name__}: {e}")
-        return check
-    for event in events:
-        if isinstance(event, ChipsBought):
-            check.bought += event.amount
-        elif isinstance(event, HandEnded):
-            check.rake += event.rake
-            check.hands += 1
-        elif isinstance(event, PlayerLeft):
-            check.cashed_out += event.cashed_out
-    hand = table.hand
-    for seat, state in table.seats.items():
-        player = hand.players.get(seat) if hand is not None else None
-        check.behind += player.stack if player is not None else state.stack
-    if hand is not None:
-        check.in_hand = sum(p.contributed for p in hand.players.values())
-    if check.bought != check.behind + check.in_hand + check.rake + check.cashed_out:
-        check.bad.append(
-            f"{table_id}: bought {check.bought} != behind {check.behind} + in hand "
-            f"{check.in_hand} + rake {check.rake} + cashed out {check.cashed_out}")
-    return check
-
-
-def check_all_chips(tables: dict[str, list[Event]]) -> ChipCheck:
-    total = ChipCheck()
-    for table_id, events in sorted(tables.items()):
-        total.add(check_chips(table_id, events))
-    return total
 
 
 # --------------------------------------------------------------------- the services
@@ -337,6 +275,7 @@ class Room:
 
     async def start(self, open_timeout: float = 60.0) -> None:
         import nats
+
         from .players.client import TableClient
 
         deadline = time.monotonic() + open_timeout
@@ -527,7 +466,7 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             say(f"checking the chips: replaying every table of {len(schemas)} store(s) ...")
             tables = load_tables(database_url, schemas)
             after = events_stored(database_url, schemas)
-            chips = check_all_chips(tables)
+            chips = check_tables(tables)
     _summary(say, result, before, after, chips, problems, options)
     return 0 if chips.conserved and result is not None and not problems else 1
 

@@ -12,15 +12,19 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from studroom.domain.commands import Act, Muck, Show, Timeout
 from studroom.domain.errors import DomainError
 from studroom.domain.events import (
-    CardsDealt, ChipsBought, HandEnded, HandShown, PotAwarded, TurnStarted,
+    CardsDealt,
+    HandEnded,
+    HandShown,
+    PotAwarded,
+    TurnStarted,
 )
 from studroom.domain.games import GAMES
-from studroom.domain.table import Table
 from studroom.domain.simulate import new_table, play_hand, top_up
+from studroom.domain.table import Table
+from studroom.projections.ledger.conservation import check_table
 
 GAME_SEATS = st.sampled_from(list(GAMES)).flatmap(
     lambda g: st.tuples(st.just(g), st.integers(2, GAMES[g].max_seats))
@@ -45,9 +49,8 @@ def _play(game: str, seats: int, seed: int, hands: int, timeout_rate: float = 0.
 def test_chips_are_conserved_stacks_plus_rake(game_seats, seed, timeout_rate):
     game, seats = game_seats
     table, events, per_hand = _play(game, seats, seed, 4, timeout_rate)
-    bought = sum(e.amount for e in events if isinstance(e, ChipsBought))
-    rake = sum(e.rake for e in events if isinstance(e, HandEnded))
-    assert sum(s.stack for s in table.seats.values()) + rake == bought
+    check = check_table("t", events)               # bought = stacks + rake between every two hands
+    assert check.conserved and check.in_hand == 0, check.bad
     for hand in per_hand:
         end = next(e for e in hand if isinstance(e, HandEnded))
         awarded = sum(sum(p.high.values()) + sum(p.low.values()) + p.rake for p in hand if isinstance(p, PotAwarded))

@@ -40,10 +40,8 @@ from studroom.domain.events import (
     PlayerSatDown,
 )
 from studroom.domain.table import Table
+from studroom.projections.ledger.conservation import check_table
 from studroom.services import room as room_mod
-from studroom.services.store.inspect import load_tables, open_stores, stream_ids
-from studroom.services.store.layout import store_schemas
-from studroom.services.wire import subjects
 from studroom.services.players.bot import decode_event
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
@@ -51,6 +49,9 @@ from studroom.services.runtime.settings import (
     NATS_URL_VAR,
     Settings,
 )
+from studroom.services.store.inspect import load_tables, open_stores, stream_ids
+from studroom.services.store.layout import store_schemas
+from studroom.services.wire import subjects
 
 pytestmark = pytest.mark.integration
 
@@ -225,7 +226,7 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay(
 
     # Chips conserved at every table.
     for table_id, events in stored.items():
-        check = room_mod.check_chips(table_id, events)
+        check = check_table(table_id, events)
         assert check.conserved, check.bad
 
     # Public messages: exactly the public views, no down card before its reveal.

@@ -50,27 +50,26 @@ from studroom.domain.commands import (
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import (
-    ChipsBought,
     Event,
     HandEnded,
     HandStarted,
-    PlayerLeft,
     TableEvent,
     TimedOut,
     TurnStarted,
 )
 from studroom.domain.table import Table
-from studroom.services.wire import subjects
-from studroom.services.timer import service as timer_service
+from studroom.projections.ledger.conservation import check_table
 from studroom.services.players.client import TableClient
+from studroom.services.runtime.embedded import EmbeddedNats
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
     NATS_URL_VAR,
     Settings,
 )
-from studroom.services.runtime.embedded import EmbeddedNats
 from studroom.services.store.event_store import PostgresEventStore, register_event_types
+from studroom.services.timer import service as timer_service
+from studroom.services.wire import subjects
 
 pytestmark = pytest.mark.integration
 
@@ -277,14 +276,10 @@ def config(policy: str = "all_in_protection", seconds: int = 1) -> TableConfig:
 
 
 def chips_conserved(table_id: str, events: list[Event]) -> None:
-    """A finished hand: sum(ChipsBought) == stacks + rake + cashed out."""
-    table = Table.replay(events)
-    assert table.hand is None, f"{table_id}: a hand is still running"
-    bought = sum(e.amount for e in events if isinstance(e, ChipsBought))
-    rake = sum(e.rake for e in events if isinstance(e, HandEnded))
-    cashed = sum(e.cashed_out for e in events if isinstance(e, PlayerLeft))
-    stacks = sum(s.stack for s in table.seats.values())
-    assert bought == stacks + rake + cashed, f"{table_id}: {bought} != {stacks} + {rake} + {cashed}"
+    """A finished hand, and every chip bought in is on a seat, raked or cashed out."""
+    check = check_table(table_id, events)
+    assert Table.replay(events).hand is None, f"{table_id}: a hand is still running"
+    assert check.conserved, check.bad
 
 
 def exactly_one_timeout_per_sleeper_turn(table_id: str, events: list[Event]) -> Counter[int]:

@@ -1,0 +1,1 @@
+"""The pot/rake ledger: where every chip that entered a table went."""
