@@ -94,7 +94,7 @@ class Services:
         self.instances = instances
         self.stores = stores
         self.relay = relay
-        self.timers = timers and timer_service_available()
+        self.timers = timers
         self.name = name
         self.schema_prefix = schema_prefix      # tests: stores of their own
         self.lease_bucket = lease_bucket
@@ -102,7 +102,7 @@ class Services:
 
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        python = [sys.executable, "-m"]
+        serve = [sys.executable, "-m", "studroom.services.cli", "serve"]
         table_args = ["--stores", str(self.stores)]
         relay_args = ["--stores", str(self.stores), "--log-level", "WARNING"]
         if self.schema_prefix:
@@ -114,12 +114,12 @@ class Services:
         for i in range(self.instances):
             instance = f"{self.name}-{i + 1}"
             self._spawn(f"{self.name}-table-{i + 1}",
-                        [*python, "studroom.services.table.service", "--instance-id", instance,
+                        [*serve, "table", "--instance-id", instance,
                          *table_args])
         if self.relay:
-            self._spawn(f"{self.name}-relay", [*python, "studroom.services.relay.relay", *relay_args])
+            self._spawn(f"{self.name}-relay", [*serve, "relay", *relay_args])
         if self.timers:
-            self._spawn(f"{self.name}-timer", [*python, "studroom.services.timer.service",
+            self._spawn(f"{self.name}-timer", [*serve, "timer",
                                                "--instance-id", f"{self.name}-timer",
                                                "--log-level", "WARNING"])
 
@@ -164,12 +164,6 @@ class Services:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def timer_service_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("studroom.services.timer.service") is not None
 
 
 def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
@@ -445,7 +439,7 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         reused = sum(1 for p in plans if p.table_id in existing)
         say(f"{len(plans)} tables ({reused} reused), {sum(len(p.seats) for p in plans)} bots, "
             f"{options.instances} table service(s), {options.stores} store(s), "
-            f"relay{', timer service' if services_timers(options) else ''}, "
+            f"relay{', timer service' if options.timers else ''}, "
             f"pace {options.pace_ms} ms" + ("" if options.seconds is None else
                                              f", for {options.seconds:g} s")
             + "; Ctrl-C stops")
@@ -497,10 +491,6 @@ async def _play_until_signal(nats_url: str, plans: Sequence[TablePlan], options:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-
-
-def services_timers(options: RoomOptions) -> bool:
-    return options.timers and timer_service_available()
 
 
 def _summary(say: Any, result: RoomResult | None, before: int, after: int, chips: ChipCheck,

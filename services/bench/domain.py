@@ -2,7 +2,7 @@
 at 2 and 8 seats, side by side with the open-source engine pokerkit, and the hand
 evaluator's evaluations per second.
 
-    python -m studroom.services.bench.domain [--seconds N]
+    studroom bench domain [--seconds N]
 
 Our hands are ``simulate.play_hand`` on one table (commands through the real aggregate,
 random legal answers to each ``TurnStarted``, everyone topped up between hands);
@@ -174,22 +174,16 @@ def render(hands: list[dict], evals: list[dict], seconds: float) -> str:
     return "\n".join(out)
 
 
-def run(seconds: float = 2.0) -> str:
-    """Measure everything, print the table and return it."""
-    hands, evals = measure(seconds)
-    text = render(hands, evals, seconds)
-    print(text)
-    return text
+HELP = "hands/s of the pure domain beside pokerkit; evaluations/s"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench.domain", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine and case (default 2)")
-    args = parser.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=2.0, help="per engine and case (default 2)")
+
+
+def run(args: argparse.Namespace) -> int:
     if args.seconds <= 0:
-        parser.error("--seconds must be positive")
-    run(args.seconds)
-
-
-if __name__ == "__main__":
-    main()
+        raise SystemExit("--seconds must be positive")
+    hands, evals = measure(args.seconds)
+    print(render(hands, evals, args.seconds))
+    return 0

@@ -162,19 +162,3 @@ class Runner:
 
 def make_runner(game: str, players: int, seed: int = 1) -> Runner | None:
     return Runner(game, players, seed) if variant(game) is not None else None
-
-
-def hands_per_second(game: str, players: int, seconds: float) -> float | None:
-    """Full random pokerkit hands per second, or None when pokerkit cannot play ``game``."""
-    runner = make_runner(game, players)
-    if runner is None:
-        return None
-    runner.run_for(seconds)
-    return runner.hands_per_second
-
-
-if __name__ == "__main__":     # a quick look: python -m studroom.services.bench.pokerkit
-    for g in _VARIANTS:
-        for n in (2, 8):
-            hps = hands_per_second(g, n, 1.0)
-            print(f"{g:22} {n} seats: " + ("n/a" if hps is None else f"{hps:8.1f} hands/s"))

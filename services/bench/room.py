@@ -22,6 +22,7 @@ p99 <= 20 ms.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -308,22 +309,17 @@ def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) 
     out.flush()
 
 
-def cli(args: Any) -> int:
-    import logging
+HELP = "bots over NATS against 1/2 table services and 1/N stores, beside bare commits and round trips"
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=10.0, help="per configuration (default 10)")
+    parser.add_argument("--tables", type=int, default=16, help="tables played at once (default 16)")
+    parser.add_argument("--bots-per-table", type=int, default=4, help="bots at each table (default 4)")
+    parser.add_argument("--stores-n", type=int, default=4, help="N of the 1/N stores rows (default 4)")
+
+
+def run(args: argparse.Namespace) -> int:
     rows = bench(Settings.from_env(), seconds=args.seconds, tables=args.tables,
                  bots_per_table=args.bots_per_table, stores_n=args.stores_n)
     return 0 if all(not r.problems for r in rows) else 1
-
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench.room")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--tables", type=int, default=16)
-    parser.add_argument("--bots-per-table", type=int, default=4)
-    parser.add_argument("--stores-n", type=int, default=4)
-    with contextlib.suppress(KeyboardInterrupt):
-        sys.exit(cli(parser.parse_args()))

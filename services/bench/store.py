@@ -1,6 +1,6 @@
 """How fast can one event store commit? Prints a few figures.
 
-    python -m studroom.services.bench.store [--seconds 3]
+    studroom bench store [--seconds 3]
 
 Against ``STUDROOM_DATABASE_URL`` if set, else an embedded PostgreSQL in a
 temporary folder (default server settings: fsync and synchronous_commit on).
@@ -118,10 +118,14 @@ def bench(database_url: str, seconds: float) -> dict[str, float]:
     return results
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
-    args = parser.parse_args()
+HELP = "event-store appends per second, beside bare INSERT commits"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=3.0, help="per measurement (default 3)")
+
+
+def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     with ExitStack() as stack:
         database_url = settings.database_url
@@ -139,7 +143,4 @@ def main() -> None:
         print(f"PostgreSQL {version} ({where}); fsync={fsync}, synchronous_commit={sync_commit}")
         for name, value in bench(database_url, args.seconds).items():
             print(f"{name:50s} {value:10,.0f}")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

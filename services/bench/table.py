@@ -1,6 +1,6 @@
 """Drive tables through the table service, as bots would, and measure it.
 
-    python -m studroom.services.bench.table [--tables 8] [--stores 1 2] [--seconds 5]
+    studroom bench table [--tables 8] [--stores 1 2] [--seconds 5]
 
 :class:`TableDriver` plays one table with random legal moves through a
 :class:`~studroom.services.players.client.TableClient` (NATS request/reply, no think time).
@@ -264,13 +264,17 @@ async def bench(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tables", type=int, default=8)
-    parser.add_argument("--stores", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--instances", type=int, default=1)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    args = parser.parse_args(argv)
+HELP = "commands/s of in-process table services over NATS, by number of stores"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tables", type=int, default=8, help="tables played at once (default 8)")
+    parser.add_argument("--stores", type=int, nargs="+", default=[1, 2], help="store counts to compare (default 1 2)")
+    parser.add_argument("--instances", type=int, default=1, help="table services (default 1)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="per configuration (default 5)")
+
+
+def run(args: argparse.Namespace) -> int:
 
     from ..runtime.settings import Settings
     from ..runtime.embedded import servers
@@ -286,7 +290,3 @@ def main(argv: list[str] | None = None) -> int:
                                        seconds=args.seconds, instances=args.instances))
             print(json.dumps(result))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

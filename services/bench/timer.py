@@ -1,6 +1,6 @@
 """Benchmark of the timer service: timeouts per second and how late they come.
 
-    python -m studroom.services.bench.timer [--timers 1000] [--lead 2.0]
+    studroom bench timer [--timers 1000] [--lead 2.0]
     studroom bench timer [--timers 1000]
 
 Runs on an embedded NATS server in a temporary folder (``STUDROOM_NATS_URL`` names
@@ -252,7 +252,7 @@ async def timers_via_public(nc: Any, service: TimerService, n: int, lead: float)
 # --------------------------------------------------------------------------- run
 
 
-async def run(nats_url: str, timers: int, lead: float) -> list[Row]:
+async def measure(nats_url: str, timers: int, lead: float) -> list[Row]:
     nc = await nats.connect(nats_url, name="studroom-bench-timer")
     try:
         js = nc.jetstream()
@@ -310,7 +310,7 @@ def main_with(timers: int, lead: float, out: Any = sys.stdout) -> int:
             url, where = server.url, f"embedded nats-server {nats_server_version()} (file store, R1)"
         else:
             url, where = settings.nats_url, "NATS from STUDROOM_NATS_URL"
-        rows = asyncio.run(run(url, timers, lead))
+        rows = asyncio.run(measure(url, timers, lead))
     finally:
         if server is not None:
             server.stop()
@@ -323,22 +323,14 @@ def main_with(timers: int, lead: float, out: Any = sys.stdout) -> int:
     return 0
 
 
+HELP = "timeouts/s and lateness with N concurrent deadlines, beside bare JetStream and request/reply"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timers", type=int, default=1000, help="concurrent deadlines (default 1000)")
     parser.add_argument("--lead", type=float, default=2.0,
                         help="seconds between scheduling and the first deadline (default 2)")
 
 
-def cli(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     return main_with(args.timers, args.lead)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m studroom.services.bench.timer",
-                                     description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return cli(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

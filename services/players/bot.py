@@ -45,7 +45,6 @@ import asyncio
 import contextlib
 import logging
 import random
-import signal
 import time
 from collections import deque
 from collections.abc import Callable
@@ -542,14 +541,11 @@ def nats_url_for(settings: Any) -> str:
 async def serve_bot(nats_url: str, table_id: str, seat: int, player: str, *, pace_ms: int = 500,
                     seed: int | None = None, buy_in_bets: int = 50,
                     stop: asyncio.Event | None = None) -> BotStats:
-    """Run one bot until ``stop`` (or SIGINT/SIGTERM)."""
+    """Run one bot until ``stop`` is set; then it leaves its seat."""
     import nats
     from .client import TableClient
 
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     nc = await nats.connect(nats_url, name=f"studroom-bot-{player}", max_reconnect_attempts=-1)
     bot = Bot(nc, TableClient(nc), table_id, seat, player, random.Random(seed), pace_ms,
               buy_in_bets=buy_in_bets, record=False, count_hands=True, js=nc.jetstream())
@@ -564,18 +560,4 @@ async def serve_bot(nats_url: str, table_id: str, seat: int, player: str, *, pac
     finally:
         await bot.stop()
         await nc.drain()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
     return bot.stats
-
-
-def cli(args: Any) -> int:
-    """``studroom serve bot --table T --seat S --player P [--pace MS]``."""
-    from ..runtime.settings import Settings
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    settings = Settings.from_env()
-    stats = asyncio.run(serve_bot(nats_url_for(settings), args.table, args.seat, args.player,
-                                  pace_ms=args.pace, seed=args.seed))
-    print(f"{args.player}: {stats.actions} actions, {stats.hands} hands, {stats.errors} errors")
-    return 0

@@ -80,12 +80,10 @@ Run
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import logging
-import signal
 import threading
 import time
 import uuid
@@ -105,7 +103,6 @@ from studroom.domain import views
 from studroom.domain.events import HandStarted, PlayerLeft, PlayerSatDown
 from ..wire import subjects
 from ..runtime.settings import Settings
-from ..store.layout import store_schemas
 from ..store.event_store import EventStore, Notification, PostgresEventStore
 
 __all__ = [
@@ -120,7 +117,6 @@ __all__ = [
     "SeatBook",
     "StoreRelay",
     "ensure_streams",
-    "main",
     "serve_relay",
 ]
 
@@ -998,60 +994,3 @@ async def serve_relay(
             for store in stores:
                 with contextlib.suppress(Exception):
                     store.close()
-
-
-# ---------------------------------------------------------------------------- CLI
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="studroom serve relay",
-        description="Publish every stored event to JetStream (public and private views), exactly once.",
-    )
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The relay's options (``python -m studroom.services.relay.relay`` and ``studroom serve relay``)."""
-    parser.add_argument("--stores", type=int, default=1,
-                        help="number of partitioned stores: schemas studroom_p0 .. studroom_p{N-1}")
-    parser.add_argument("--schema", action="append", default=None,
-                        help="a store's schema (repeatable; replaces --stores)")
-    parser.add_argument("--batch-size", type=int, default=RelayConfig.batch_size)
-    parser.add_argument("--poll-interval", type=float, default=RelayConfig.poll_interval)
-    parser.add_argument("--replicas", type=int, default=RelayConfig.replicas,
-                        help="stream replicas (production: 3)")
-    parser.add_argument("--log-level", default="INFO")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return run(_parser().parse_args(argv))
-
-
-def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    schemas = args.schema or store_schemas(args.stores)
-    config = RelayConfig(
-        batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas
-    )
-    settings = Settings.from_env()
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        relay = await serve_relay(settings, store_schemas=schemas, stop=stop, config=config)
-        for name, stats in relay.stats().items():
-            log.info("relay %s: %s", name, stats)
-
-    asyncio.run(run())
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -42,15 +42,12 @@ Ownership changes
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
 import os
 import re
-import signal
 import socket
-import sys
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -568,54 +565,3 @@ async def serve_table(
             finally:
                 with contextlib.suppress(Exception):
                     await nc.drain()
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance-id", help="a name unique among the running instances (default: host-pid)")
-    parser.add_argument("--stores", type=int, default=1, help="event stores (schemas); the same for all instances")
-    parser.add_argument("--partitions", type=int, default=subjects.PARTITIONS,
-                        help="partitions of the server's subject mapping (default %(default)s)")
-    parser.add_argument("--pause-ms", type=int, default=0, help="pause between hands (default 0)")
-    parser.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL,
-                        help="partition lease TTL in seconds (default %(default)s)")
-    parser.add_argument("--lease-bucket", default=LEASE_BUCKET, help=argparse.SUPPRESS)
-    parser.add_argument("--schema-prefix", default=STORE_SCHEMA_PREFIX, help=argparse.SUPPRESS)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log partition changes")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run until SIGTERM or SIGINT (Ctrl-C)."""
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
-    )
-    settings = Settings.from_env()
-
-    async def main_async() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-
-        def ready(service: TableService) -> None:
-            print(f"table service {service.instance_id} ready: partitions {spread(service.owned())}",
-                  flush=True)
-
-        await serve_table(
-            settings, instance_id=args.instance_id, stores=args.stores, partitions=args.partitions,
-            stop=stop, pause_ms=args.pause_ms, lease_ttl=args.lease_ttl,
-            lease_bucket=args.lease_bucket, schema_prefix=args.schema_prefix, on_ready=ready,
-        )
-
-    asyncio.run(main_async())
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="studroom serve table", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -105,15 +105,12 @@ before its time (R33), and the timer messages carry table, turn, seat, kind, dea
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
 import logging
 import os
-import signal
 import socket
-import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -789,46 +786,3 @@ async def _report(stats: TimerStats, stop: asyncio.Event, every: float) -> None:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
         log.info("%s", stats.line())
-
-
-def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    parser = parser or argparse.ArgumentParser(
-        prog="python -m studroom.services.timer.service",
-        description="The timer service: times out turns at their deadline (JetStream schedules).")
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance-id", default=None, help="name in logs (default: host-pid)")
-    parser.add_argument("--replicas", type=int, default=1,
-                        help="replicas of the timer stream and bucket when created (production: 3)")
-    parser.add_argument("--stats-every", type=float, default=30.0, metavar="SECONDS",
-                        help="log the counters this often (0: never; default 30)")
-    parser.add_argument("--log-level", default=os.environ.get("STUDROOM_LOG_LEVEL", "INFO"))
-
-
-def cli(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("nats").setLevel(logging.CRITICAL)
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
-        await serve_timer(Settings.from_env(), instance_id=args.instance_id, stop=stop,
-                          replicas=args.replicas, stats_every=args.stats_every)
-
-    asyncio.run(run())
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return cli(build_parser().parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

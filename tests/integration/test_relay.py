@@ -341,7 +341,7 @@ def test_relay_publishes_every_event_once_in_order_with_private_copies(
 
 
 def _relay_command(batch_size: int) -> list[str]:
-    command = [sys.executable, "-m", "studroom.services.relay.relay", "--batch-size", str(batch_size),
+    command = [sys.executable, "-m", "studroom.services.cli", "serve", "relay", "--batch-size", str(batch_size),
                "--log-level", "WARNING"]
     for schema in SCHEMAS:
         command += ["--schema", schema]

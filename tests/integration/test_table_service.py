@@ -298,8 +298,8 @@ class Instance:
         self.log_path = log_dir / f"{instance_id}.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "studroom.services.table.service", "--instance-id", instance_id,
-             "-v", *args],
+            [sys.executable, "-m", "studroom.services.cli", "serve", "table", "--instance-id", instance_id,
+             "--log-level", "INFO", *args],
             env=env, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )
 

@@ -393,7 +393,7 @@ def _spawn_timer(stack: Stack, log_path: Path, name: str) -> subprocess.Popen[by
     env["PYTHONUNBUFFERED"] = "1"
     with log_path.open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "studroom.services.timer.service", "--instance-id", name,
+            [sys.executable, "-m", "studroom.services.cli", "serve", "timer", "--instance-id", name,
              "--stats-every", "1"],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
