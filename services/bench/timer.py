@@ -1,32 +1,9 @@
-"""Benchmark of the timer service: timeouts per second and how late they come.
+"""Benchmark of the timer service: timeouts per second and how late they come, with N
+concurrent deadlines, beside bare JetStream and request/reply measured in the same run.
+The table is a FAKE that answers ``ok`` at once: the figures are the timer path itself.
+The rows and columns: docs/design/benchmarks.md.
 
     studroom bench timer [--timers 1000] [--lead 2.0]
-    studroom bench timer [--timers 1000]
-
-Runs on an embedded NATS server in a temporary folder (``STUDROOM_NATS_URL`` names
-another one; never the machine's 4222).  The table is a FAKE: a responder on the
-command subjects that answers ``ok`` at once, so the figures are the timer path itself
-(JetStream schedule -> fired message -> durable pull consumer -> Timeout request ->
-reply -> ack), not the table service or PostgreSQL.
-
-Rows, all measured in the same run:
-
-* baseline ``JetStream publish + consume + ack``: N messages into a plain stream,
-  consumed by the same continuous pull loop the service uses; latency = receive time
-  minus publish time;
-* baseline ``request/reply to the fake table``: N concurrent core NATS requests;
-* ``timers due at one instant``: N schedules (N tables) all due at the same
-  millisecond, published ``--lead`` seconds ahead;
-* ``timers due over one second (paced)``: N schedules with deadlines spread over 1 s
-  (the rate is the deadlines' pace; the lateness is what a busy room sees: the
-  server's scheduler runs at most every 250 ms, so timers come 0..250 ms late);
-* ``TurnStarted -> Timeout (whole service)``: N ``TurnStarted`` events published on a
-  stand-in for the relay's public stream; the service schedules, the server fires, the
-  service sends the Timeout.
-
-Lateness columns: ``fire`` = the fired message's JetStream timestamp minus the deadline
-(the server's scheduler); ``done`` = the fake table's reply received minus the
-deadline.  Rate = timers completed / (last reply - first deadline) for the timer rows.
 """
 
 from __future__ import annotations
@@ -36,7 +13,6 @@ import asyncio
 import contextlib
 import logging
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -52,13 +28,9 @@ from ..wire import protocol
 from ..wire import subjects
 from ..runtime.settings import Settings
 from ..runtime.stats import percentile
-from ..timer.service import (
-    PullLoop,
-    TimerPayload,
-    TimerService,
-    now_ms,
-    schedule_headers,
-)
+from ..timer.schedule import TimerPayload, encode_payload, now_ms, schedule_headers
+from ..timer.service import EVENT_HEADER, TimerService
+from ..wire.pull import PullLoop
 
 _encode = msgspec.json.Encoder().encode
 
@@ -219,7 +191,7 @@ async def timers_direct(nc: Any, service: TimerService, n: int, lead: float, spr
     coros = []
     for i, deadline in enumerate(deadlines):
         table_id = f"{prefix}{i}"
-        payload = _encode(TimerPayload(table_id=table_id, turn=1, deadline_ms=deadline, seat=0))
+        payload = encode_payload(TimerPayload(table_id=table_id, turn=1, deadline_ms=deadline, seat=0))
         coros.append(js.publish(subjects.timer_schedule(table_id), payload,
                                 headers=schedule_headers(table_id, deadline)))
     published = time.perf_counter()
@@ -242,7 +214,7 @@ async def timers_via_public(nc: Any, service: TimerService, n: int, lead: float)
     for i in range(n):
         event = TurnStarted(turn=1, seat=0, kind="act", deadline_ms=base, options=["fold", "call"])
         coros.append(js.publish(subjects.public_events(f"{prefix}{i}"), _encode(event),
-                                headers={"Studroom-Event": "TurnStarted"}))
+                                headers={EVENT_HEADER: "TurnStarted"}))
     await _gather_limited(coros)
     await asyncio.wait_for(done.finished.wait(), lead + 60)
     seconds = (done.last_done_ms - base) / 1000
@@ -288,14 +260,24 @@ async def measure(nats_url: str, timers: int, lead: float) -> list[Row]:
 
 def nats_server_version() -> str:
     try:
-        from ..runtime.embedded import nats_server_binary, nats_server_version
+        from ..runtime.embedded_nats import nats_server_binary, nats_server_version
 
         return ".".join(map(str, nats_server_version(nats_server_binary())))
     except Exception:  # noqa: BLE001
         return "?"
 
 
-def main_with(timers: int, lead: float, out: Any = sys.stdout) -> int:
+HELP = "timeouts/s and lateness with N concurrent deadlines, beside bare JetStream and request/reply"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timers", type=int, default=1000, help="concurrent deadlines (default 1000)")
+    parser.add_argument("--lead", type=float, default=2.0,
+                        help="seconds between scheduling and the first deadline (default 2)")
+
+
+def run(args: argparse.Namespace) -> int:
+    timers, lead = args.timers, args.lead
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("nats").setLevel(logging.CRITICAL)
     settings = Settings.from_env()
@@ -303,7 +285,7 @@ def main_with(timers: int, lead: float, out: Any = sys.stdout) -> int:
     server = None
     try:
         if settings.nats_url is None:
-            from ..runtime.embedded import EmbeddedNats
+            from ..runtime.embedded_nats import EmbeddedNats
 
             folder = Path(tempfile.mkdtemp(prefix="studroom-bench-timer-"))
             server = EmbeddedNats(folder).start()
@@ -319,18 +301,5 @@ def main_with(timers: int, lead: float, out: Any = sys.stdout) -> int:
     header = (f"studroom bench timer: {timers} concurrent deadlines, {where}, one timer-service "
               f"instance (one Python process).\nThe table is a FAKE responder that answers ok at "
               f"once: these figures measure the timer path itself, not the table service.")
-    print(render(rows, header), file=out)
+    print(render(rows, header))
     return 0
-
-
-HELP = "timeouts/s and lateness with N concurrent deadlines, beside bare JetStream and request/reply"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--timers", type=int, default=1000, help="concurrent deadlines (default 1000)")
-    parser.add_argument("--lead", type=float, default=2.0,
-                        help="seconds between scheduling and the first deadline (default 2)")
-
-
-def run(args: argparse.Namespace) -> int:
-    return main_with(args.timers, args.lead)

@@ -1,13 +1,28 @@
-"""The timer service's composition root: ``studroom serve timer``."""
+"""The timer service's composition root: ``studroom serve timer``.
+
+Connects to NATS (an embedded server when ``STUDROOM_NATS_URL`` is unset: development
+only), declares the timer's stream, consumers and bucket, and runs one
+:class:`~studroom.services.timer.service.TimerService` until stopped.  Light to import:
+the CLI reads ``HELP`` and ``add_arguments`` of every process.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import logging
+import os
+from typing import TYPE_CHECKING
 
 from ..runtime.settings import Settings
 
+if TYPE_CHECKING:
+    from .service import TimerStats
+
 HELP = "the timer service: times out turns at their deadline (JetStream message schedules)"
+
+log = logging.getLogger("studroom.timer")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +34,92 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from .service import serve_timer
-
     await serve_timer(settings, instance_id=args.instance_id, stop=stop,
                       replicas=args.replicas, stats_every=args.stats_every)
+
+
+async def serve_timer(
+    settings: Settings,
+    *,
+    instance_id: str | None = None,
+    stop: asyncio.Event | None = None,
+    replicas: int = 1,
+    stats_every: float = 30.0,
+    stats: TimerStats | None = None,
+) -> TimerStats:
+    """Run one timer-service instance until ``stop`` is set (forever if None); its counters."""
+    from .service import TimerStats
+
+    stop = stop if stop is not None else asyncio.Event()
+    stats = stats if stats is not None else TimerStats()
+    if settings.nats_url is not None:
+        await _serve(settings.nats_url, instance_id, stop, replicas, stats_every, stats)
+        return stats
+    from ..runtime.embedded_nats import EmbeddedNats
+
+    embedded = EmbeddedNats(settings.data_dir)
+    await asyncio.to_thread(embedded.start)
+    try:
+        await _serve(embedded.url, instance_id, stop, replicas, stats_every, stats)
+    finally:
+        await asyncio.to_thread(embedded.stop)
+    return stats
+
+
+async def _serve(url: str, instance_id: str | None, stop: asyncio.Event, replicas: int,
+                 stats_every: float, stats: TimerStats) -> None:
+    """Connect, set up, pull until ``stop``; a lost connection is the client's to restore."""
+    import nats.errors
+    import nats.js.errors
+
+    from ..runtime import process
+    from .service import TimerService
+
+    service: TimerService | None = None
+
+    async def reconnected() -> None:
+        log.info("reconnected to NATS")
+        if service is not None:
+            service.reconnected()
+
+    async def disconnected() -> None:
+        log.info("disconnected from NATS")
+
+    async def error(e: Exception) -> None:
+        log.debug("NATS: %r", e)
+
+    nc = await process.connect(url, f"studroom-timer-{instance_id or os.getpid()}",
+                               reconnect_time_wait=0.25, reconnected_cb=reconnected,
+                               disconnected_cb=disconnected, error_cb=error)
+    try:
+        service = TimerService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
+        log.info("timer service %s: NATS %s", service.instance_id,
+                 nc.connected_url.netloc if nc.connected_url else url)
+        while not stop.is_set():
+            try:
+                if await service.setup(stop):
+                    break
+            except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
+                log.info("setup failed (%r): trying again", e)
+                await asyncio.sleep(0.5)
+        if stop.is_set():
+            return
+        reporter = asyncio.create_task(_report(stats, stop, stats_every))
+        try:
+            await service.run(stop)
+        finally:
+            reporter.cancel()
+        log.info("timer service %s stops: %s", service.instance_id, stats.line())
+    finally:
+        with contextlib.suppress(Exception):
+            await nc.drain()
+
+
+async def _report(stats: TimerStats, stop: asyncio.Event, every: float) -> None:
+    """Log the counters every ``every`` seconds until ``stop`` (0: never)."""
+    if every <= 0:
+        return
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
+        log.info("%s", stats.line())

@@ -48,6 +48,7 @@ from studroom.domain.commands import (
     SitOut,
     Timeout,
 )
+from studroom.domain import errors
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import (
     Event,
@@ -60,7 +61,7 @@ from studroom.domain.events import (
 from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
 from studroom.services.players.client import TableClient
-from studroom.services.runtime.embedded import EmbeddedNats
+from studroom.services.runtime.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
@@ -68,7 +69,9 @@ from studroom.services.runtime.settings import (
     Settings,
 )
 from studroom.services.store.event_store import PostgresEventStore, register_event_types
-from studroom.services.timer import service as timer_service
+from studroom.services.timer.bootstrap import serve_timer
+from studroom.services.timer.schedule import TimerPayload, schedule_headers
+from studroom.services.timer.service import TimerStats
 from studroom.services.wire import subjects
 
 pytestmark = pytest.mark.integration
@@ -95,7 +98,7 @@ class Stack:
         self.failed: BaseException | None = None
 
     def _run(self) -> None:
-        from studroom.services.relay.relay import serve_relay
+        from studroom.services.relay.bootstrap import serve_relay
         from studroom.services.table.service import serve_table
 
         asyncio.set_event_loop(self.loop)
@@ -216,7 +219,7 @@ class Drivers:
     async def _send(self, table_id: str, command: Any) -> None:
         reply = await self.client.send(table_id, command, timeout=5.0)
         if not reply.ok and reply.error is not None:
-            if reply.error.code == "must_show" and isinstance(command, Muck):
+            if reply.error.code == errors.MUST_SHOW and isinstance(command, Muck):
                 return
             self.refusals.append(f"{table_id} {type(command).__name__}: {reply.error.code}")
 
@@ -301,7 +304,7 @@ def lateness_ms(seen: list[tuple[float, Event]]) -> list[float]:
 
 
 async def run_timer(stack: Stack, stop: asyncio.Event, name: str) -> asyncio.Task[Any]:
-    task = asyncio.create_task(timer_service.serve_timer(
+    task = asyncio.create_task(serve_timer(
         Settings(nats_url=stack.settings.nats_url), instance_id=name, stop=stop, stats_every=0))
     await asyncio.sleep(0.2)
     return task
@@ -312,11 +315,11 @@ async def run_timer(stack: Stack, stop: asyncio.Event, name: str) -> asyncio.Tas
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("policy", ["all_in_protection", "check_or_fold"])
-def test_a_sleeping_player_is_timed_out_on_time_and_the_hand_finishes(stack: Stack, policy: str) -> None:
+def test_R19_a_sleeping_player_is_timed_out_on_time_and_the_hand_finishes(stack: Stack, policy: str) -> None:
     run = uuid.uuid4().hex[:6]
     ids = [f"tmo{run}{k}" for k in range(3)]
 
-    async def main() -> tuple[Drivers, timer_service.TimerStats]:
+    async def main() -> tuple[Drivers, TimerStats]:
         stop = asyncio.Event()
         timer = await run_timer(stack, stop, f"it-{policy[:5]}")
         nc = await nats.connect(stack.settings.nats_url)
@@ -359,7 +362,7 @@ def test_two_instances_share_the_work_and_no_turn_times_out_twice(stack: Stack) 
     run = uuid.uuid4().hex[:6]
     ids = [f"tm2{run}{k}" for k in range(6)]
 
-    async def main() -> list[timer_service.TimerStats]:
+    async def main() -> list[TimerStats]:
         stop = asyncio.Event()
         timers = [await run_timer(stack, stop, f"it-pair-{k}") for k in range(2)]
         nc = await nats.connect(stack.settings.nats_url)
@@ -445,13 +448,13 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
 
 
 @pytest.mark.timeout(60)
-def test_a_late_timeout_after_the_player_acted_is_refused_stale_and_changes_nothing(stack: Stack) -> None:
+def test_R20_a_late_timeout_after_the_player_acted_is_refused_stale_and_changes_nothing(stack: Stack) -> None:
     table_id = f"tms{uuid.uuid4().hex[:6]}"
 
     async def main() -> None:
         stop = asyncio.Event()
-        stats = timer_service.TimerStats()
-        timer = asyncio.create_task(timer_service.serve_timer(
+        stats = TimerStats()
+        timer = asyncio.create_task(serve_timer(
             Settings(nats_url=stack.settings.nats_url), instance_id="it-stale", stop=stop,
             stats_every=0, stats=stats))
         nc = await nats.connect(stack.settings.nats_url)
@@ -476,16 +479,15 @@ def test_a_late_timeout_after_the_player_acted_is_refused_stale_and_changes_noth
             # 1. Directly: the table refuses the turn that is over.
             reply = await client.send(table_id, Timeout(turn=acted.turn, seat=acted.seat), timeout=5)
             assert not reply.ok and reply.error is not None
-            assert reply.error.code == "stale_timeout", reply.error
+            assert reply.error.code == errors.STALE_TIMEOUT, reply.error
             # 2. Through the timer path: a late schedule for that turn fires at once.
             stale_before = stats.stale
-            payload = timer_service.TimerPayload(table_id=table_id, turn=acted.turn,
-                                                 deadline_ms=acted.deadline_ms - 2000,
-                                                 seat=acted.seat)
+            payload = TimerPayload(table_id=table_id, turn=acted.turn,
+                                   deadline_ms=acted.deadline_ms - 2000, seat=acted.seat)
             sched = subjects.timer_schedule(f"{table_id}x")      # another table's slot: the
             # table's own slot holds its live turn (replacing it would cancel that timer)
             await js.publish(sched, msgspec.json.encode(payload),
-                             headers=timer_service.schedule_headers(f"{table_id}x", payload.deadline_ms))
+                             headers=schedule_headers(f"{table_id}x", payload.deadline_ms))
             wait_until = time.monotonic() + 5
             while stats.stale == stale_before and time.monotonic() < wait_until:
                 await asyncio.sleep(0.05)

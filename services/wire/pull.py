@@ -1,0 +1,187 @@
+"""Continuous pulling from a durable JetStream pull consumer, and what a handler needs
+to answer its messages: when to ask for a redelivery, when the server stored one.
+
+Not tied to one service: the timer service runs two of these loops, the projections
+will run theirs.  Several processes may pull from the same consumer; the server hands
+each message to one of them (see docs/design/timer.md, "Ordering and scale").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("studroom.pull")
+
+FIRST_RETRY = 0.2      # seconds before the first redelivery of a message nak'ed once
+LAST_RETRY = 5.0       # the delay doubles with every delivery up to this
+
+
+def backoff(delivered: int) -> float:
+    """Seconds to wait before redelivering a message delivered ``delivered`` times."""
+    return min(FIRST_RETRY * 2 ** (max(delivered, 1) - 1), LAST_RETRY)
+
+
+def delivered(msg: Any) -> int:
+    """How often the server has delivered ``msg`` (1 when it does not say)."""
+    try:
+        return msg.metadata.num_delivered or 1
+    except Exception:  # noqa: BLE001 (not a JetStream message)
+        return 1
+
+
+async def retry_later(msg: Any) -> None:
+    """Ask for ``msg`` again after a growing delay (nak); a lost nak just means the
+    server redelivers it after the consumer's ack wait."""
+    with contextlib.suppress(Exception):
+        await msg.nak(delay=backoff(delivered(msg)))
+
+
+def stamp_ms(msg: Any) -> int | None:
+    """When JetStream stored ``msg``, in ms since the epoch (None: not a JetStream message)."""
+    try:
+        return int(msg.metadata.timestamp.timestamp() * 1000)
+    except Exception:  # noqa: BLE001 (not a JetStream message)
+        return None
+
+
+class PullLoop:
+    """Keeps pull requests open on a durable pull consumer and hands every message to
+    ``handler`` as a task the moment it arrives (what newer clients call ``consume``).
+
+    At most ``max_inflight`` messages are requested or being handled at once.  A pull
+    request lives ``expires`` seconds with idle heartbeats every ``heartbeat`` seconds;
+    when neither a message nor a heartbeat came for three heartbeats (a reconnect, a
+    server restart), the requests are considered lost and asked for again.  Several
+    processes may run a PullLoop on the same consumer: the server gives each message
+    to one of them.
+    """
+
+    def __init__(
+        self,
+        nc: Any,
+        stream: str,
+        consumer: str,
+        handler: Callable[[Any], Awaitable[None]],
+        *,
+        max_inflight: int = 512,
+        batch: int = 256,
+        expires: float = 5.0,
+        heartbeat: float = 1.0,
+        recreate: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.nc = nc
+        self.stream = stream
+        self.consumer = consumer
+        self.handler = handler
+        self.max_inflight = max_inflight
+        self.batch = min(batch, max_inflight)
+        self.expires = expires
+        self.heartbeat = heartbeat
+        self.recreate = recreate
+        self.requested = 0                 # asked for, not delivered yet
+        self.handling = 0                  # delivered, handler running
+        self._wake = asyncio.Event()
+        self._last_seen = time.monotonic()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._reset = False
+
+    def reset(self) -> None:
+        """Forget the open pull requests (after a reconnect): ask again."""
+        self._reset = True
+        self._wake.set()
+
+    async def _on_msg(self, msg: Any) -> None:
+        self._last_seen = time.monotonic()
+        status = msg.headers.get("Status") if msg.headers else None
+        if status:
+            if status == "100":                      # idle heartbeat / flow control
+                if msg.reply:
+                    await self.nc.publish(msg.reply, b"")
+                return
+            description = msg.headers.get("Description", "")
+            if status in ("408", "409", "404"):     # request expired / ended
+                left = msg.headers.get("Nats-Pending-Messages")
+                if left is not None and left.isdigit():
+                    self.requested = max(0, self.requested - int(left))
+                else:
+                    self.requested = 0
+                if status == "409" and "Consumer Deleted" in description:
+                    self._reset = True
+                elif status == "409":
+                    log.debug("%s: pull request ended: %s", self.consumer, description)
+            else:                                   # 503 no responders: no such consumer
+                log.info("%s: pull request refused: %s %s", self.consumer, status, description)
+                self.requested = 0
+                self._reset = True
+            self._wake.set()
+            return
+        self.requested = max(0, self.requested - 1)
+        self.handling += 1
+        task = asyncio.create_task(self._handle(msg))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, msg: Any) -> None:
+        try:
+            await self.handler(msg)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s: handler failed; the message will be redelivered", self.consumer)
+        finally:
+            self.handling -= 1
+            self._wake.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        inbox = self.nc.new_inbox()
+        sub = await self.nc.subscribe(inbox, cb=self._on_msg)
+        next_api = f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}"
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            while not stop.is_set():
+                silent = time.monotonic() - self._last_seen
+                if self._reset or (self.requested and silent > 3 * self.heartbeat):
+                    if self._reset and self.recreate is not None:
+                        try:
+                            await self.recreate()     # the consumer (or its stream) is gone
+                        except Exception as e:  # noqa: BLE001 (stream not back yet: later)
+                            log.info("%s: cannot create the consumer yet: %r", self.consumer, e)
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(stop.wait(), self.heartbeat)
+                            continue
+                    self._reset = False
+                    self.requested = 0
+                    self._last_seen = time.monotonic()
+                free = self.max_inflight - self.requested - self.handling
+                if free >= self.batch or (self.requested == 0 and free > 0):
+                    ask = min(free, self.batch)
+                    request = {"batch": ask, "expires": int(self.expires * 1e9),
+                               "idle_heartbeat": int(self.heartbeat * 1e9)}
+                    try:
+                        await self.nc.publish(next_api, json.dumps(request).encode(), reply=inbox)
+                        self.requested += ask
+                        self._last_seen = time.monotonic()
+                    except Exception as e:  # noqa: BLE001 (disconnected: try again soon)
+                        log.debug("%s: pull request not sent: %r", self.consumer, e)
+                self._wake.clear()
+                waiter = asyncio.create_task(self._wake.wait())
+                await asyncio.wait({waiter, stopper}, timeout=self.heartbeat,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+        finally:
+            stopper.cancel()
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Wait for the handlers that are running (messages not acked are redelivered)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+        for task in list(self._tasks):
+            task.cancel()

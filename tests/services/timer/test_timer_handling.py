@@ -1,0 +1,269 @@
+"""What the timer service does with each message, without servers: a fake JetStream
+holds the pending schedules, a fake table answers the timeouts (rules R19, R20)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import nats.errors
+import nats.js.errors
+import pytest
+from studroom.domain import errors
+from studroom.domain.commands import Timeout
+from studroom.domain.events import TimedOut, TurnStarted
+from studroom.services.timer.schedule import (
+    EXPECTED_LAST_SUBJECT_SEQUENCE,
+    TimerPayload,
+    decode_payload,
+    encode_payload,
+    schedule_time,
+)
+from studroom.services.timer.service import EVENT_HEADER, WRONG_LAST_SEQUENCE, TimerService
+from studroom.services.wire import protocol, subjects
+
+FIRED = datetime(2026, 11, 29, 12, 0, 0, 100_000, tzinfo=UTC)
+DEADLINE_MS = int(FIRED.timestamp() * 1000) - 100
+
+
+class Msg:
+    """A JetStream message as a handler sees it: it records its ack or nak."""
+
+    def __init__(self, subject: str, data: bytes, headers: dict[str, str] | None = None,
+                 num_delivered: int = 1) -> None:
+        self.subject = subject
+        self.data = data
+        self.headers = headers
+        self.metadata = SimpleNamespace(num_delivered=num_delivered, timestamp=FIRED)
+        self.acked = False
+        self.naks: list[float | None] = []
+
+    async def ack(self) -> None:
+        self.acked = True
+
+    async def nak(self, delay: float | None = None) -> None:
+        self.naks.append(delay)
+
+
+class FakeJetStream:
+    """The schedule subjects: the last message of each, sequences, compare-and-set."""
+
+    def __init__(self, lose_races: int = 0) -> None:
+        self.last: dict[str, tuple[int, bytes]] = {}
+        self.published: list[tuple[str, bytes, dict[str, str]]] = []
+        self.seq = 0
+        self.lose_races = lose_races
+
+    async def get_last_msg(self, stream: str, subject: str, direct: bool = False) -> Any:
+        assert stream == subjects.TIMER_STREAM and direct
+        if subject not in self.last:
+            raise nats.js.errors.NotFoundError
+        seq, data = self.last[subject]
+        return SimpleNamespace(seq=seq, data=data)
+
+    async def publish(self, subject: str, payload: bytes, headers: dict[str, str]) -> None:
+        expected = int(headers[EXPECTED_LAST_SUBJECT_SEQUENCE])
+        if self.lose_races:
+            self.lose_races -= 1
+            self._store(subject, encode_payload(TimerPayload(table_id="other", turn=0, deadline_ms=0)))
+            raise nats.js.errors.APIError(err_code=WRONG_LAST_SEQUENCE)
+        if self.last.get(subject, (0, b""))[0] != expected:
+            raise nats.js.errors.APIError(err_code=WRONG_LAST_SEQUENCE)
+        self.published.append((subject, payload, headers))
+        self._store(subject, payload)
+
+    def _store(self, subject: str, payload: bytes) -> None:
+        self.seq += 1
+        self.last[subject] = (self.seq, payload)
+
+
+class FakeTable:
+    """Answers every Timeout with the next of ``answers`` (a code, or an exception)."""
+
+    def __init__(self, *answers: str | Exception) -> None:
+        self.answers = list(answers)
+        self.sent: list[tuple[str, Any]] = []
+
+    async def send(self, table_id: str, command: Any, timeout: float) -> protocol.Reply:
+        self.sent.append((table_id, command))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return protocol.decode_reply(protocol.ok(9) if answer == "ok" else protocol.error(answer, "no"))
+
+
+def _service(table: FakeTable | None = None, js: FakeJetStream | None = None) -> TimerService:
+    nc = SimpleNamespace(jetstream=lambda: js or FakeJetStream())
+    return TimerService(nc, instance_id="unit", client=table or FakeTable())
+
+
+def _fired(table_id: str = "t1", turn: int = 4, seat: int | None = 2, num_delivered: int = 1) -> Msg:
+    payload = TimerPayload(table_id=table_id, turn=turn, deadline_ms=DEADLINE_MS, seat=seat)
+    return Msg(subjects.timer_fire(table_id), encode_payload(payload), num_delivered=num_delivered)
+
+
+# -------------------------------------------------------------------- fired timers
+
+
+def test_R19_a_fired_timer_times_out_its_turn_once_and_is_acked_after_the_reply() -> None:
+    table = FakeTable("ok")
+    service = _service(table)
+    done: list[tuple[TimerPayload, str, int | None]] = []
+    service.on_fire_done = lambda *args: done.append(args)
+    msg = _fired()
+    asyncio.run(service._on_fire(msg))
+    assert table.sent == [("t1", Timeout(turn=4, seat=2, command_id="timeout-4"))]
+    assert msg.acked and not msg.naks
+    assert service.stats.timed_out == 1 and service.stats.fired == 1
+    assert list(service.stats.fire_lateness_ms) == [100]
+    assert done == [(decode_payload(msg.data), "ok", DEADLINE_MS + 100)]
+
+
+@pytest.mark.parametrize("code", [errors.STALE_TIMEOUT, errors.NO_HAND])
+def test_R20_a_timer_for_a_turn_that_is_over_is_dropped_as_stale(code: str) -> None:
+    service = _service(FakeTable(code))
+    msg = _fired()
+    asyncio.run(service._on_fire(msg))
+    assert msg.acked and service.stats.stale == 1
+    assert not service.stats.errors and service.stats.timed_out == 0
+
+
+def test_a_timeout_that_went_through_before_is_counted_as_a_duplicate() -> None:
+    service = _service(FakeTable(errors.DUPLICATE_COMMAND))
+    msg = _fired()
+    asyncio.run(service._on_fire(msg))
+    assert msg.acked and service.stats.duplicate == 1 and not service.stats.errors
+
+
+@pytest.mark.parametrize("code", sorted(protocol.RETRYABLE))
+def test_a_busy_table_gets_the_timer_again_later(code: str) -> None:
+    service = _service(FakeTable(code))
+    msg = _fired(num_delivered=3)
+    asyncio.run(service._on_fire(msg))
+    assert not msg.acked and msg.naks == [pytest.approx(0.8)]
+    assert service.stats.retried == 1 and not service.stats.errors
+
+
+@pytest.mark.parametrize("failure", [nats.errors.TimeoutError(), nats.errors.NoRespondersError()])
+def test_an_unreachable_table_gets_the_timer_again_later(failure: Exception) -> None:
+    service = _service(FakeTable(failure))
+    msg = _fired()
+    asyncio.run(service._on_fire(msg))
+    assert not msg.acked and msg.naks == [pytest.approx(0.2)]
+    assert service.stats.retried == 1
+
+
+def test_any_other_refusal_is_an_error_and_not_retried() -> None:
+    service = _service(FakeTable(errors.NOT_YOUR_TURN))
+    msg = _fired()
+    asyncio.run(service._on_fire(msg))
+    assert msg.acked and service.stats.errors == {errors.NOT_YOUR_TURN: 1}
+
+
+def test_a_fired_message_that_is_not_a_timer_is_acked_and_counted() -> None:
+    table = FakeTable()
+    service = _service(table)
+    msg = Msg(subjects.timer_fire("t1"), b"{}")
+    asyncio.run(service._on_fire(msg))
+    assert msg.acked and service.stats.errors == {"bad_timer": 1} and not table.sent
+
+
+# ------------------------------------------------------------------- public events
+
+
+def _public(event: Any, table_id: str = "t1", header: bool = True) -> Msg:
+    headers = {EVENT_HEADER: type(event).__name__} if header else None
+    return Msg(subjects.public_events(table_id), msgspec.json.encode(event), headers)
+
+
+def _turn(turn: int, deadline_ms: int = DEADLINE_MS, seat: int = 1, kind: str = "act") -> TurnStarted:
+    return TurnStarted(turn=turn, seat=seat, kind=kind, deadline_ms=deadline_ms, options=["fold"])
+
+
+@pytest.mark.parametrize("header", [True, False])
+def test_a_turn_started_becomes_the_tables_one_schedule(header: bool) -> None:
+    js = FakeJetStream()
+    service = _service(js=js)
+    msg = _public(_turn(7, seat=3, kind="show"), header=header)
+    asyncio.run(service._on_public(msg))
+    assert msg.acked and service.stats.scheduled == 1
+    [(subject, payload, headers)] = js.published
+    assert subject == subjects.timer_schedule("t1")
+    assert decode_payload(payload) == TimerPayload(table_id="t1", turn=7, deadline_ms=DEADLINE_MS,
+                                                   seat=3, kind="show")
+    assert headers == {"Nats-Schedule": schedule_time(DEADLINE_MS),
+                       "Nats-Schedule-Target": subjects.timer_fire("t1"),
+                       EXPECTED_LAST_SUBJECT_SEQUENCE: "0"}
+
+
+def test_the_next_turn_replaces_the_pending_schedule_and_an_older_one_does_not() -> None:
+    js = FakeJetStream()
+    service = _service(js=js)
+
+    async def main() -> None:
+        for turn in (7, 8, 7):
+            await service._on_public(_public(_turn(turn)))
+
+    asyncio.run(main())
+    assert [decode_payload(p).turn for _, p, _ in js.published] == [7, 8]
+    assert js.published[1][2][EXPECTED_LAST_SUBJECT_SEQUENCE] == "1"
+    assert service.stats.superseded == 1
+
+
+def test_a_schedule_written_meanwhile_by_another_instance_is_read_again() -> None:
+    js = FakeJetStream(lose_races=2)
+    service = _service(js=js)
+    asyncio.run(service._on_public(_public(_turn(7))))
+    assert [decode_payload(p).turn for _, p, _ in js.published] == [7]
+    assert js.published[0][2][EXPECTED_LAST_SUBJECT_SEQUENCE] == "2"
+
+
+def test_events_the_timer_does_not_need_are_acked_unread() -> None:
+    js = FakeJetStream()
+    service = _service(js=js)
+    msg = Msg(subjects.public_events("t1"), b"not even json", {EVENT_HEADER: "CardsDealt"})
+    asyncio.run(service._on_public(msg))
+    assert msg.acked and not js.published and not service.stats.errors
+
+
+def test_a_public_message_that_cannot_be_read_is_acked_and_counted() -> None:
+    service = _service()
+    msg = Msg(subjects.public_events("t1"), b"not json")
+    asyncio.run(service._on_public(msg))
+    assert msg.acked and service.stats.errors == {"bad_event": 1}
+
+
+def test_a_nats_failure_while_scheduling_leaves_the_event_for_redelivery() -> None:
+    class Down(FakeJetStream):
+        async def get_last_msg(self, stream: str, subject: str, direct: bool = False) -> Any:
+            raise nats.errors.TimeoutError
+
+    service = _service(js=Down())
+    msg = _public(_turn(7))
+    asyncio.run(service._on_public(msg))
+    assert not msg.acked and msg.naks == [pytest.approx(0.2)] and service.stats.retried == 1
+    assert not service._locks                        # no lock left behind
+
+
+def test_a_timed_out_event_is_counted_for_the_lobby() -> None:
+    counted: list[tuple[str, bytes]] = []
+
+    class Bucket:
+        async def get(self, key: str) -> Any:
+            raise nats.js.errors.KeyNotFoundError
+
+        async def create(self, key: str, value: bytes) -> None:
+            counted.append((key, value))
+
+    service = _service()
+    service.kv = Bucket()
+    msg = _public(TimedOut(seat=1, turn=5, outcome="fold"))
+    asyncio.run(service._on_public(msg))
+    assert msg.acked and service.stats.timeouts_counted == 1
+    [(key, value)] = counted
+    assert key == "t1"
+    assert msgspec.json.decode(value)["recent"] == [
+        {"turn": 5, "seat": 1, "outcome": "fold", "ms": DEADLINE_MS + 100}]
