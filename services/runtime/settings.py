@@ -3,7 +3,7 @@
 ``STUDROOM_NATS_URL``
     URL(s) of an external NATS server with JetStream, e.g. ``nats://10.0.0.5:4222``
     (several may be given, comma separated). Unset or empty: an embedded
-    ``nats-server`` is started in the data folder (see ``services.embedded``).
+    ``nats-server`` is started in the data folder (see ``runtime.servers``).
 ``STUDROOM_DATABASE_URL``
     DSN of an external PostgreSQL database, e.g.
     ``postgresql://studroom:secret@db.internal:5432/studroom``. Unset or empty: an

