@@ -6,17 +6,12 @@
 
 ``send`` encodes the command (:mod:`studroom.services.wire.protocol`), requests
 ``studroom.cmd.<table>`` and decodes the :class:`~studroom.services.wire.protocol.Reply`.
-
-Retries. Partitions change owners (an instance stops, dies or joins): for a few
-seconds a request may find no responder, time out, or be answered ``unavailable``
-or ``conflict`` (nothing was carried out). ``send`` retries those with a growing
-pause (50 ms doubling up to 1 s) for up to ``retry_for`` seconds (10 by default),
-then answers ``unavailable``.
-
-So that a retry after a timeout (the command may have been carried out and only the
-reply lost) is never carried out twice, ``send`` gives a command without an id a
-fresh ``command_id``. If such a retry is refused with ``duplicate_command``, the
-earlier attempt was carried out: ``send`` answers ``Reply(ok=True, version=None)``.
+It retries what changed nothing (``protocol.RETRYABLE``, no responder, a NATS error)
+with a growing pause (50 ms doubling up to 1 s) for up to ``retry_for`` seconds, then
+answers ``unavailable``.  A command without an id gets a fresh ``command_id``, so that
+a retry after a timeout is never carried out twice: if it is refused with
+``duplicate_command``, the earlier attempt was carried out and ``send`` answers
+``Reply(ok=True, version=None)``.  See docs/design/players.md.
 """
 
 from __future__ import annotations
@@ -27,31 +22,33 @@ import uuid
 from typing import Any
 
 import msgspec
+import nats.errors
+from studroom.domain.errors import DUPLICATE_COMMAND
 
-from ..wire import protocol
-from ..wire import subjects
+from ..wire import protocol, subjects
 from ..wire.protocol import ErrorBody, Reply
+
+FIRST_PAUSE = 0.05      # seconds before the first retry; doubled each time ...
+LONGEST_PAUSE = 1.0     # ... up to this
+
 
 def _unavailable(message: str) -> Reply:
     return Reply(ok=False, error=ErrorBody(protocol.UNAVAILABLE, message))
 
 
 class TableClient:
-    def __init__(self, nc: Any, *, retry_for: float = 10.0, assign_ids: bool = True) -> None:
+    def __init__(self, nc: Any, *, retry_for: float = 10.0) -> None:
         self.nc = nc
         self.retry_for = retry_for
-        self.assign_ids = assign_ids
         self.retries = 0          # how many attempts were repeated (all sends)
 
     async def send(self, table_id: str, command: Any, timeout: float = 2.0) -> Reply:
-        import nats.errors
-
-        if self.assign_ids and getattr(command, "command_id", "") is None:
+        if getattr(command, "command_id", "") is None:
             command = msgspec.structs.replace(command, command_id=uuid.uuid4().hex)
         subject = subjects.command(table_id)
         data = protocol.encode_command(command)
         deadline = time.monotonic() + self.retry_for
-        pause = 0.05
+        pause = FIRST_PAUSE
         timed_out = False
         last = "no reply"
         while True:
@@ -71,10 +68,10 @@ class TableClient:
                 try:
                     reply = protocol.decode_reply(msg.data)
                 except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                    return Reply(ok=False, error=ErrorBody("bad_reply", str(e)))
+                    return Reply(ok=False, error=ErrorBody(protocol.BAD_REPLY, str(e)))
                 if reply.ok or reply.error is None:
                     return reply
-                if timed_out and reply.error.code == "duplicate_command":
+                if timed_out and reply.error.code == DUPLICATE_COMMAND:
                     return Reply(ok=True)       # the timed-out attempt was carried out
                 if reply.error.code not in protocol.RETRYABLE:
                     return reply
@@ -83,4 +80,4 @@ class TableClient:
                 return _unavailable(f"gave up after {self.retry_for}s: {last}")
             self.retries += 1
             await asyncio.sleep(pause)
-            pause = min(pause * 2, 1.0)
+            pause = min(pause * 2, LONGEST_PAUSE)

@@ -23,6 +23,7 @@ CONFLICT: Final = "conflict"            # another writer stored first; the comma
 UNAVAILABLE: Final = "unavailable"      # no service owns the table right now (partition moving)
 INTERNAL: Final = "internal"            # the service failed; the command changed nothing
 TIMEOUT: Final = "timeout"              # the client got no reply in time (set by the client)
+BAD_REPLY: Final = "bad_reply"          # the client got a reply it cannot decode (set by the client)
 
 # Codes a client, a bot or the timer retries (a bounded number of times): each means the
 # command changed nothing and the same command may succeed a moment later.

@@ -1,0 +1,125 @@
+"""A bot's answers, without servers: legal for every turn the domain starts (its own
+options), and R12's big bet followed from the public events."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from studroom.domain import simulate, views
+from studroom.domain.commands import Act, Muck, PostAnte, Show, StartHand
+from studroom.domain.config import Stakes, TableConfig
+from studroom.domain.deck import SEED_BYTES
+from studroom.domain.errors import MUST_SHOW, DomainError
+from studroom.domain.events import Acted, Event, HandStarted, RoundStarted, TableOpened, TurnStarted
+from studroom.domain.table import Table
+from studroom.services.players.decisions import Decisions
+
+GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
+
+
+class Seats:
+    """One Decisions per seat, fed the table's public events as a bot gets them."""
+
+    def __init__(self, players: int, seed: int) -> None:
+        self.of = {seat: Decisions(seat, f"p{seat}", random.Random(seed * 100 + seat)) for seat in range(players)}
+
+    def see(self, events: list[Event]) -> TurnStarted | None:
+        """Feed ``events``; the turn they started, if any."""
+        turn = None
+        for event in events:
+            public = views.public(event)
+            for decisions in self.of.values():
+                decisions.see(public)
+            if isinstance(public, TurnStarted):
+                turn = public
+        return turn
+
+
+def _answer(table: Table, seats: Seats, turn: TurnStarted, sizes: dict[str, int]) -> list[Event]:
+    """Answer ``turn`` as the bots do; the events the table made of the answer."""
+    if turn.kind == "ante":
+        hand = table.hand
+        assert hand is not None
+        return table.execute(PostAnte(seat=next(s for s, p in hand.players.items() if not p.posted and not p.folded)))
+    assert turn.seat is not None
+    decisions = seats.of[turn.seat]
+    command = decisions.answer(turn, decisions.big_bet_open)
+    assert isinstance(command, Act | Show | Muck) and command.seat == turn.seat
+    action = command.action if isinstance(command, Act) else type(command).__name__.lower()
+    assert action in turn.options, (action, turn.options)      # the domain's options
+    if isinstance(command, Act) and command.size is not None:
+        sizes[command.size] += 1
+    try:
+        return table.execute(command)
+    except DomainError as refused:
+        assert refused.code == MUST_SHOW, refused     # R22: the one refusal a bot expects
+        return table.execute(decisions.show(turn.turn))
+
+
+@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("players", [2, 5])
+def test_decisions_answer_every_turn_with_a_move_the_table_accepts_R12_sizes_too(game: str, players: int) -> None:
+    table, opened = simulate.new_table(game, players)
+    seats = Seats(players, seed=players)
+    seats.see(opened)
+    rng = random.Random(7)
+    sizes = {"small": 0, "big": 0}
+    for _ in range(200):
+        seats.see(simulate.top_up(table, 2000))
+        turn = seats.see(table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex())))
+        while table.hand is not None:
+            assert turn is not None
+            turn = seats.see(_answer(table, seats, turn, sizes)) or turn
+    # the table accepted every answer, small and big bets on open-pair streets too (R12)
+    assert sizes["small"] > 0 and sizes["big"] > 0, sizes
+
+
+def test_R12_a_big_bet_is_open_on_an_open_pair_street_until_one_is_made() -> None:
+    decisions = Decisions(0, "p0", random.Random(1))
+    stakes = decisions.stakes
+    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
+    assert decisions.big_bet_open
+    decisions.see(Acted(seat=1, action="bet", amount=stakes.small_bet, to=stakes.small_bet))
+    assert decisions.big_bet_open                       # a small bet leaves it open
+    decisions.see(Acted(seat=2, action="raise", amount=stakes.big_bet, to=stakes.small_bet + stakes.big_bet))
+    assert not decisions.big_bet_open                   # a big raise was made: big only now
+    decisions.see(RoundStarted(street=2, opener=1, first=1, open_pair=False))
+    assert not decisions.big_bet_open
+
+
+def test_R12_a_short_all_in_is_no_big_bet() -> None:
+    decisions = Decisions(0, "p0", random.Random(1))
+    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
+    big = decisions.stakes.big_bet
+    decisions.see(Acted(seat=1, action="bet", amount=big - 1, to=big - 1, all_in=True, full=True))
+    assert decisions.big_bet_open
+    decisions.see(Acted(seat=2, action="raise", amount=2 * big, to=2 * big, all_in=True, full=False))
+    assert decisions.big_bet_open                       # not a full raise (R16)
+
+
+def test_a_new_hand_closes_the_big_bet() -> None:
+    decisions = Decisions(0, "p0", random.Random(1))
+    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
+    decisions.see(HandStarted(hand_no=2, button=0, seats=[], commitment="c"))
+    assert not decisions.big_bet_open
+
+
+def test_R12_the_big_bet_is_the_stakes_of_the_table_opened() -> None:
+    decisions = Decisions(0, "p0", random.Random(1))
+    stakes = Stakes(ante=10, bring_in=20, small_bet=50, big_bet=100)
+    decisions.see(TableOpened(table_id="t", config=TableConfig(game="seven_card_stud", stakes=stakes)))
+    assert decisions.stakes == stakes
+    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
+    decisions.see(Acted(seat=1, action="bet", amount=50, to=50))
+    assert decisions.big_bet_open                       # 50 is small at these stakes
+    decisions.see(Acted(seat=2, action="raise", amount=150, to=150))
+    assert not decisions.big_bet_open
+
+
+def test_answers_carry_ids_named_after_the_turn() -> None:
+    decisions = Decisions(3, "bot-t1-3", random.Random(1))
+    turn = TurnStarted(turn=17, seat=3, kind="act", deadline_ms=0, options=["fold", "call"])
+    assert decisions.answer(turn, False).command_id == "bot-t1-3:17:turn"
+    assert decisions.show(17) == Show(seat=3, command_id="bot-t1-3:17:show")
+    assert decisions.post_ante(16) == PostAnte(seat=3, command_id="bot-t1-3:16:ante")
