@@ -1,19 +1,9 @@
-"""Benchmark (not a test) of the pure domain: full random hands per second for each game
-at 2 and 8 seats, side by side with the open-source engine pokerkit, and the hand
-evaluator's evaluations per second.
+"""Benchmark of the pure domain: full random hands per second for each game at 2 and 8
+seats, beside pokerkit measured in the same run (alternating time slices), and the
+hand evaluator's evaluations per second.  How the two engines are made comparable:
+docs/design/benchmarks.md.
 
     studroom bench domain [--seconds N]
-
-Our hands are ``simulate.play_hand`` on one table (commands through the real aggregate,
-random legal answers to each ``TurnStarted``, everyone topped up between hands);
-pokerkit's are ``bench_pokerkit.Runner`` with the same stakes, stacks, seat count and
-decision weights.  The two engines run in alternating time slices within each case, so
-that the machine's noise falls on both.  Ratio = our hands/s over pokerkit's; the goal
-(our issue) is at least 20 times faster per hand in every game and seat count.
-
-"actions/hand" counts betting decisions (``Acted`` events for us; bring-in, fold,
-check/call, complete/bet/raise for pokerkit), so that like is compared with like;
-"events/hand" and "commands/hand" are ours only (pokerkit has neither).
 """
 
 from __future__ import annotations
@@ -25,9 +15,9 @@ import time
 
 from studroom import domain
 from studroom.domain.events import Acted, TurnStarted
+from studroom.domain.simulate import STAKES, WEIGHTS, new_table, play_hand, top_up
 
-from . import evaluator as bench_eval, pokerkit as bench_pokerkit
-from studroom.domain.simulate import new_table, play_hand, top_up
+from . import hand_evaluation, pokerkit_baseline
 
 GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 SEATS = (2, 8)
@@ -91,7 +81,7 @@ def _slice(seconds: float) -> float:
 
 def measure_case(game: str, players: int, seconds: float, seed: int = 1) -> dict:
     ours = DomainRunner(game, players, seed)
-    theirs = bench_pokerkit.make_runner(game, players, seed)
+    theirs = pokerkit_baseline.make_runner(game, players, STACK, seed)
     for runner in (ours, theirs):   # a room runs for days: measure the steady state
         if runner is not None:
             runner.run_for(WARMUP_SECONDS)
@@ -123,7 +113,7 @@ def measure_case(game: str, players: int, seconds: float, seed: int = 1) -> dict
 
 def measure(seconds: float = 2.0) -> tuple[list[dict], list[dict]]:
     hands = [measure_case(g, n, seconds) for g in GAMES for n in SEATS]
-    evals = bench_eval.run(seconds)
+    evals = hand_evaluation.measure(seconds)
     return hands, evals
 
 
@@ -142,12 +132,13 @@ def _num(x: float | None, digits: int = 0) -> str:
 
 
 def render(hands: list[dict], evals: list[dict], seconds: float) -> str:
-    pk = bench_pokerkit.version()
+    pk = pokerkit_baseline.version()
     out = [
         (f"Full random hands per second, {seconds:g} s per engine and case, interleaved "
          f"(Python {sys.version.split()[0]}, pokerkit {pk or 'not installed'})"),
-        ("stakes: ante 5, bring-in 10, small bet 20, big bet 40; stacks 2000; "
-         "weights fold 1, check 4, call 5, bet/raise/complete 2"),
+        (f"stakes: ante {STAKES.ante}, bring-in {STAKES.bring_in_amount}, small bet "
+         f"{STAKES.small_bet}, big bet {STAKES.big_bet}; stacks {STACK}; weights "
+         + ", ".join(f"{action} {weight}" for action, weight in WEIGHTS.items())),
         ("our rules: " + ("compiled with mypyc" if domain.COMPILED else
                           "pure Python (not compiled, or STUDROOM_PURE_PYTHON=1)")
          + f"; each engine warms up {WARMUP_SECONDS:g} s per case, untimed"),

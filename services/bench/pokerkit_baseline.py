@@ -1,26 +1,5 @@
-"""Reference numbers: full random stud hands per second with the open-source ``pokerkit``.
-
-Only for the domain benchmark (``bench_domain``); pokerkit is an optional dependency (the
-``bench`` extra), so it is imported lazily and every function answers ``None`` (shown
-as "n/a") when it is missing or has no such game.
-
-The hands are played like ``simulate.play_hand`` plays ours: the same stakes (ante 5,
-bring-in 10, small bet 20, big bet 40), 2000 chips for everyone, and random legal
-decisions with the same weights (fold 1, check 4, call 5, bet/raise/complete 2, bring-in
-4), so that most hands go deep.  Antes, burning, dealing, showdown, killing, pushing and
-pulling chips are pokerkit automations; the bring-in is a decision, as with us.
-
-Differences that remain, so that the numbers are read fairly:
-
-* our players may fold when checking is free (weight 1, as any client may); pokerkit
-  allows that only in its cash-game mode (with a warning), so the states are created
-  in ``Mode.CASH_GAME`` and fold is offered whenever ours offers it (not on the
-  bring-in decision), which keeps the hands equally long (see the actions per hand);
-* pokerkit has no five-card stud: that row is "n/a";
-* pokerkit knows no open-pair big bet on 4th street (R12): its bets there are small;
-* a new ``State`` per hand, everyone back at 2000 chips (ours plays on at one table and
-  tops up busted players between hands).
-"""
+"""The baseline of ``bench domain``: pokerkit playing random stud hands the way
+``simulate.play_hand`` plays ours (how alike they are: docs/design/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -30,11 +9,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-STAKES = {"ante": 5, "bring_in": 10, "small_bet": 20, "big_bet": 40}
-STACK = 2000
+from studroom.domain.simulate import STAKES, WEIGHTS
 
-# same weights as studroom.domain.simulate.WEIGHTS
-W_FOLD, W_CHECK, W_CALL, W_AGGRESS, W_BRING_IN = 1, 4, 5, 2, 4
+# our decision weights (bet, raise and complete weigh the same)
+W_FOLD, W_CHECK, W_CALL = WEIGHTS["fold"], WEIGHTS["check"], WEIGHTS["call"]
+W_AGGRESS, W_BRING_IN = WEIGHTS["bet"], WEIGHTS["bring_in"]
 
 _VARIANTS = {
     "seven_card_stud": "FixedLimitSevenCardStud",
@@ -44,6 +23,7 @@ _VARIANTS = {
 
 
 def available() -> bool:
+    """pokerkit is installed (an optional dependency: the ``bench`` extra)."""
     try:
         import pokerkit  # noqa: F401
     except ImportError:
@@ -75,7 +55,7 @@ class Runner:
     """Plays full random hands of one game at one table size, in time slices (so that
     the domain benchmark can interleave it with ours).  Keeps totals."""
 
-    def __init__(self, game: str, players: int, seed: int = 1) -> None:
+    def __init__(self, game: str, players: int, stack: int, seed: int = 1) -> None:
         cls = variant(game)
         if cls is None:
             raise LookupError(f"pokerkit has no {game}")
@@ -89,7 +69,7 @@ class Runner:
         )
         self._cls = cls
         self._mode = pokerkit.Mode.CASH_GAME   # a fold when checking is free is allowed
-        self.game, self.players = game, players
+        self.game, self.players, self.stack = game, players, stack
         self.rng = random.Random(seed)
         random.seed(seed)             # pokerkit shuffles its decks with the module RNG
         self.hands = 0
@@ -98,8 +78,8 @@ class Runner:
 
     def new_state(self) -> Any:
         return self._cls.create_state(
-            self._automations, True, STAKES["ante"], STAKES["bring_in"], STAKES["small_bet"],
-            STAKES["big_bet"], STACK, self.players, mode=self._mode,
+            self._automations, True, STAKES.ante, STAKES.bring_in_amount, STAKES.small_bet,
+            STAKES.big_bet, self.stack, self.players, mode=self._mode,
         )
 
     def play_hand(self) -> int:
@@ -160,5 +140,6 @@ class Runner:
         return self.actions / self.hands if self.hands else 0.0
 
 
-def make_runner(game: str, players: int, seed: int = 1) -> Runner | None:
-    return Runner(game, players, seed) if variant(game) is not None else None
+def make_runner(game: str, players: int, stack: int, seed: int = 1) -> Runner | None:
+    """A Runner, or None when pokerkit is missing or has no such game."""
+    return Runner(game, players, stack, seed) if variant(game) is not None else None

@@ -1,9 +1,4 @@
-"""Throughput of the hand evaluator (studroom.domain.hand_ranking).
-
-``run()`` returns one row per case, e.g. ``{"case": "7-card high", "evals_per_s": 1100000}``.
-Hands are generated with a seeded ``random.Random`` before any timing starts; each
-case loops over its hands until ``seconds_per_case`` has passed. Prints nothing.
-"""
+"""Evaluations per second of the hand evaluator (studroom.domain.hand_ranking), for ``bench domain``."""
 
 from __future__ import annotations
 
@@ -25,7 +20,7 @@ def _hi_lo(cards: Sequence[int]) -> tuple[int, int | None]:
     return high_value(cards), low_value(cards)
 
 
-def _measure(fn: Callable[[Sequence[int]], object], hands: list[tuple[int, ...]],
+def _rate(fn: Callable[[Sequence[int]], object], hands: list[tuple[int, ...]],
              seconds: float) -> int:
     done = 0
     clock = time.perf_counter
@@ -39,7 +34,10 @@ def _measure(fn: Callable[[Sequence[int]], object], hands: list[tuple[int, ...]]
             return int(done / elapsed)
 
 
-def run(seconds_per_case: float = 1.0, seed: int = 2024) -> list[dict]:
+def measure(seconds_per_case: float = 1.0, seed: int = 2024) -> list[dict]:
+    """One row per case, e.g. ``{"case": "7-card high", "evals_per_s": 1100000}``: each
+    case evaluates its seeded hands (drawn before any timing) until ``seconds_per_case``
+    has passed."""
     rng = random.Random(seed)
     seven = _hands(rng, 7)
     five = _hands(rng, 5)
@@ -49,6 +47,6 @@ def run(seconds_per_case: float = 1.0, seed: int = 2024) -> list[dict]:
         ("5-card high", high_value, five),
     ]
     return [
-        {"case": name, "evals_per_s": _measure(fn, hands, seconds_per_case)}
+        {"case": name, "evals_per_s": _rate(fn, hands, seconds_per_case)}
         for name, fn, hands in cases
     ]
