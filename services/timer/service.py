@@ -50,6 +50,10 @@ OK: Final = "ok"                             # the outcome of a Timeout the tabl
 STALE_CODES: Final = frozenset({STALE_TIMEOUT, NO_HAND})
 WRONG_LAST_SEQUENCE: Final = 10071           # JetStream API error code
 PUBLISH_ATTEMPTS: Final = 10                 # compare-and-set rounds before a redelivery
+# What the counters call the messages it cannot use (they are acked and dropped).
+BAD_EVENT: Final = "bad_event"               # a public message that is no event
+BAD_TURN: Final = "bad_turn"                 # a TurnStarted without turn or deadline
+BAD_TIMER: Final = "bad_timer"               # a fired message that is no TimerPayload
 
 
 class _Head(msgspec.Struct, frozen=True):
@@ -134,6 +138,8 @@ class TimerService:
     # -- setup
 
     async def setup(self, stop: asyncio.Event | None = None, *, wait_public: bool = True) -> bool:
+        """Declare the stream, consumers and bucket; False if ``stop`` came while waiting
+        for the relay's public stream."""
         await ensure_timer_stream(self.js, self.replicas)
         await ensure_consumer(self.js, subjects.TIMER_STREAM, fires_consumer_config())
         self.kv = await ensure_timeouts_bucket(self.js, self.replicas)
@@ -162,6 +168,7 @@ class TimerService:
                 await loop.drain()
 
     def reconnected(self) -> None:
+        """After a reconnect: the open pull requests are lost, ask again."""
         for loop in self.loops:
             loop.reset()
 
@@ -175,7 +182,7 @@ class TimerService:
         try:
             head = _head_decoder.decode(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            self.stats.error("bad_event")
+            self.stats.error(BAD_EVENT)
             log.warning("undecodable public message on %s: skipped", msg.subject)
             await msg.ack()
             return
@@ -205,7 +212,7 @@ class TimerService:
         """Publish the turn's schedule unless a newer turn's is pending (compare-and-set)."""
         self.stats.turns_seen += 1
         if head.turn is None or head.deadline_ms is None:
-            self.stats.error("bad_turn")
+            self.stats.error(BAD_TURN)
             return
         payload = encode_payload(TimerPayload(
             table_id=table_id, turn=head.turn, deadline_ms=head.deadline_ms, seat=head.seat,
@@ -250,7 +257,7 @@ class TimerService:
         try:
             timer = decode_payload(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            self.stats.error("bad_timer")
+            self.stats.error(BAD_TIMER)
             await msg.ack()
             return
         self.stats.fired += 1

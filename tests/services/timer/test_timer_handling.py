@@ -22,7 +22,14 @@ from studroom.services.timer.schedule import (
     encode_payload,
     schedule_time,
 )
-from studroom.services.timer.service import EVENT_HEADER, WRONG_LAST_SEQUENCE, TimerService
+from studroom.services.timer.service import (
+    BAD_EVENT,
+    BAD_TIMER,
+    BAD_TURN,
+    EVENT_HEADER,
+    WRONG_LAST_SEQUENCE,
+    TimerService,
+)
 from studroom.services.wire import protocol, subjects
 
 FIRED = datetime(2026, 11, 29, 12, 0, 0, 100_000, tzinfo=UTC)
@@ -168,7 +175,7 @@ def test_a_fired_message_that_is_not_a_timer_is_acked_and_counted() -> None:
     service = _service(table)
     msg = Msg(subjects.timer_fire("t1"), b"{}")
     asyncio.run(service._on_fire(msg))
-    assert msg.acked and service.stats.errors == {"bad_timer": 1} and not table.sent
+    assert msg.acked and service.stats.errors == {BAD_TIMER: 1} and not table.sent
 
 
 # ------------------------------------------------------------------- public events
@@ -233,7 +240,15 @@ def test_a_public_message_that_cannot_be_read_is_acked_and_counted() -> None:
     service = _service()
     msg = Msg(subjects.public_events("t1"), b"not json")
     asyncio.run(service._on_public(msg))
-    assert msg.acked and service.stats.errors == {"bad_event": 1}
+    assert msg.acked and service.stats.errors == {BAD_EVENT: 1}
+
+
+def test_a_turn_without_a_deadline_is_acked_and_counted() -> None:
+    js = FakeJetStream()
+    service = _service(js=js)
+    msg = Msg(subjects.public_events("t1"), b'{"type":"TurnStarted","turn":3}')
+    asyncio.run(service._on_public(msg))
+    assert msg.acked and not js.published and service.stats.errors == {BAD_TURN: 1}
 
 
 def test_a_nats_failure_while_scheduling_leaves_the_event_for_redelivery() -> None:

@@ -68,7 +68,8 @@ from studroom.services.runtime.settings import (
     NATS_URL_VAR,
     Settings,
 )
-from studroom.services.store.event_store import PostgresEventStore, register_event_types
+from studroom.services.store.codec import register_event_types
+from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.timer.schedule import TimerPayload, schedule_headers
 from studroom.services.timer.service import TimerStats
@@ -99,7 +100,7 @@ class Stack:
 
     def _run(self) -> None:
         from studroom.services.relay.bootstrap import serve_relay
-        from studroom.services.table.service import serve_table
+        from studroom.services.table.bootstrap import serve_table
 
         asyncio.set_event_loop(self.loop)
 
