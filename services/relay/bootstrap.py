@@ -1,14 +1,28 @@
-"""The relay's composition root: ``studroom serve relay``."""
+"""The relay's composition root: ``studroom serve relay``.
+
+It opens the stores (PostgreSQL schemas) and runs a :class:`~.relay.Relay` over them
+until ``stop``; embedded servers are started when the settings name none. Heavy
+imports wait inside the functions, so that ``studroom serve --help`` stays quick.
+Options and design: docs/design/relay.md.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..runtime.settings import Settings
 from ..store.layout import store_schemas
-from .relay import RelayConfig
+from ..wire import subjects
+from .config import RelayConfig
+
+if TYPE_CHECKING:
+    from ..store.event_store import PostgresEventStore
+    from .relay import Relay
 
 HELP = "the relay: stored events -> JetStream, public and private views, exactly once"
 
@@ -27,10 +41,74 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from .relay import serve_relay
-
     config = RelayConfig(batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas)
     relay = await serve_relay(settings, store_schemas=args.schema or store_schemas(args.stores),
                               stop=stop, config=config)
     for name, stats in relay.stats().items():
         log.info("relay %s: %s", name, stats)
+
+
+async def serve_relay(
+    settings: Settings,
+    *,
+    store_schemas: list[str],
+    stop: asyncio.Event | None = None,
+    config: RelayConfig | None = None,
+    on_ready: Callable[[Relay], None] | None = None,
+) -> Relay:
+    """Relay the stores in ``store_schemas`` (one PostgreSQL schema each) until
+    ``stop`` is set (or the task is cancelled). Returns the relay (its stats)."""
+    from ..runtime.servers import servers
+    from .relay import Relay
+    from .store_relay import StoreRelay
+
+    config = config or RelayConfig()
+    stop = stop or asyncio.Event()
+    if not store_schemas:
+        raise ValueError("no store to relay")
+    for schema in store_schemas:
+        subjects.check_name(schema)
+    with contextlib.ExitStack() as exits:
+        if settings.nats_url is None or settings.database_url is None:
+            nats_url, database_url = exits.enter_context(servers(settings))
+        else:
+            nats_url, database_url = settings.nats_url, settings.database_url
+        stores: list[PostgresEventStore] = []
+        try:
+            for schema in store_schemas:
+                stores.append(await _open_store(database_url, schema, config, stop))
+            relay = Relay(
+                nats_url,
+                [StoreRelay(store, schema, config) for store, schema in zip(stores, store_schemas, strict=True)],
+                config,
+            )
+            if on_ready is not None:
+                on_ready(relay)
+            try:
+                await relay.serve(stop)
+            finally:
+                for store_relay in relay.stores:
+                    await store_relay.close()
+            return relay
+        finally:
+            for store in stores:
+                with contextlib.suppress(Exception):
+                    store.close()
+
+
+async def _open_store(database_url: str, schema: str, config: RelayConfig, stop: asyncio.Event) -> PostgresEventStore:
+    """Open a store, retrying with backoff until PostgreSQL answers (or ``stop``)."""
+    from ..store.event_store import PostgresEventStore
+    from .bus import pause
+
+    backoff = config.backoff_initial
+    while True:
+        try:
+            return await asyncio.to_thread(PostgresEventStore, database_url, schema=schema)
+        except Exception as error:
+            log.warning("relay: cannot open store %s: %r; retrying", schema, error)
+            await pause(stop, backoff)
+            if stop.is_set():
+                raise
+            backoff = min(backoff * 2, config.backoff_max)
+

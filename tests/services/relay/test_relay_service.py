@@ -39,9 +39,11 @@ from studroom.domain.table import Table
 from studroom.domain import simulate
 from studroom.services.wire import subjects
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.embedded import EmbeddedNats
+from studroom.services.runtime.embedded_nats import EmbeddedNats
 from studroom.services.store.event_store import PostgresEventStore
-from studroom.services.relay.relay import Relay, RelayConfig, serve_relay
+from studroom.services.relay.bootstrap import serve_relay
+from studroom.services.relay.config import RelayConfig
+from studroom.services.relay.relay import Relay
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

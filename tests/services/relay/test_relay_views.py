@@ -1,9 +1,9 @@
 """What the relay publishes (rules R32, R33), without servers.
 
-Thousands of events of random hands (``services.simulate``-style play: every game,
+Thousands of events of random hands (``domain.simulate``-style play: every game,
 timeouts, players leaving and new players taking their seats, live-dealer tables
 with exposed 7th cards) go through an in-memory store and the relay's message
-builder (``relay.Outbox``), exactly as the relay would publish them.
+builder (``relay.outbox.Outbox``), exactly as the relay would publish them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from studroom.domain.commands import (
     Timeout,
 )
 from studroom.domain.config import TableConfig
+from studroom.domain import errors
 from studroom.domain.errors import DomainError
 from studroom.domain.events import (
     CardsDealt,
@@ -42,7 +43,8 @@ from studroom.domain.table import Table
 from studroom.domain import simulate
 from studroom.services.wire import subjects
 from studroom.services.store.event_store import InMemoryEventStore
-from studroom.services.relay.relay import Outbox, Outgoing, RelayError
+from studroom.services.relay.errors import RelayError
+from studroom.services.relay.outbox import Outbox, Outgoing
 
 STORE = "studroom_p0"
 decode_event = msgspec.json.Decoder(TableEvent).decode
@@ -74,7 +76,7 @@ def _play_hand(table: Table, rng: random.Random, timeout_rate: float) -> list:
         try:
             events += table.execute(command)
         except DomainError as refused:
-            if refused.code != "must_show":
+            if refused.code != errors.MUST_SHOW:
                 raise
             events += table.execute(Show(seat=command.seat))  # type: ignore[attr-defined]
     return events

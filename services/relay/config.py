@@ -1,0 +1,24 @@
+"""The relay's settings, with their defaults (``bootstrap`` offers some as options)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class RelayConfig:
+    batch_size: int = 1000          # notifications per batch (one batch in flight per store)
+    poll_interval: float = 0.1      # seconds between reads of an idle store
+    ack_timeout: float = 10.0       # a batch's acks must all arrive within this
+    duplicate_window: float = 120.0  # the streams' Nats-Msg-Id dedupe window, seconds
+    replicas: int = 1               # stream and KV replicas (production: 3)
+    backoff_initial: float = 0.1    # retries: 0.1 s, doubling up to backoff_max
+    backoff_max: float = 2.0
+    connect_timeout: float = 2.0
+    request_timeout: float = 5.0    # JetStream API requests
+    position_interval: float = 0.05  # seconds: how often a busy relay writes its position
+    max_tables: int = 100_000       # seat maps kept (least recently used dropped)
+    # Tests only: called as fault(point, store) at "acked" (a batch's acks are in,
+    # its position not yet written); an exception there counts as a bus failure.
+    fault: Callable[[str, str], None] | None = field(default=None, compare=False)

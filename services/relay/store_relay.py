@@ -1,0 +1,276 @@
+"""One store's relay: read its notification log in batches, publish each batch, wait
+for its acks, record the position; on every (re)start recover the batch that may
+have been in flight. How that makes every message exactly once, and the latency and
+position-record trade-offs: docs/design/relay.md."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import nats.js.errors
+import psycopg
+from eventsourcing.persistence import PersistenceError
+from ..store.event_store import EventStore, Notification
+from ..wire import subjects
+from .bus import bus, pause, raise_if_cancelled
+from .config import RelayConfig
+from .errors import BusError, Conflict, RelayError
+from .outbox import Outbox, Outgoing, Prepared
+from .position import PositionRecord
+from .publisher import Acks, Publisher
+from .recovery import already_stored
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StoreStats:
+    events: int = 0             # notifications relayed (their messages acked)
+    messages: int = 0           # messages published (acked)
+    duplicates: int = 0         # acks that said "duplicate" (the dedupe window at work)
+    skipped: int = 0            # messages found already stored by a recovery scan
+    recoveries: int = 0
+    batches: int = 0
+    records: int = 0            # position records written
+
+
+class StoreRelay:
+    """Relays one event store."""
+
+    def __init__(self, store: EventStore, name: str, config: RelayConfig = RelayConfig()):
+        self.store = store
+        self.name = subjects.check_name(name)
+        self.config = config
+        self.outbox = Outbox(name, store.load, config.max_tables)
+        self.position = 0               # as recorded in the KV bucket
+        self.acked = 0                  # every message up to here is acked (>= position)
+        self.unrecorded = 0             # notifications in (position, acked]
+        self.pub_seq = 0
+        self.priv_seq = 0
+        self.revision: int | None = None
+        self.stats = StoreStats()
+        self._recorded_at = 0.0
+        self._prepare_lock = threading.Lock()
+        self._wake: asyncio.Event | None = None
+        reader = getattr(store, "notification_reader", None)
+        self._reader = reader() if reader is not None else None
+
+    # -- reading
+
+    async def prepare(self, start: int, limit: int) -> Prepared:
+        """The next batch: notifications from ``start`` and their messages. Read on
+        the event loop (an asyncio connection: the relay makes hundreds of small reads
+        a second under live load, a thread hop each cost a fifth of its CPU); the
+        messages are built here too unless a seat map must be loaded from the store
+        first (a restart, a table met mid-stream): that goes to a thread."""
+        if self._reader is not None:
+            notes = await self._reader.read(start, limit)
+        else:
+            notes = await asyncio.to_thread(self.store.read_notifications, start, limit)
+        if self.outbox.seats.follows(notes):
+            messages = self._messages(notes)
+        else:
+            messages = await asyncio.to_thread(self._messages, notes)
+        last = notes[-1].id if notes else start - 1
+        return Prepared(start, last, len(notes), messages)
+
+    def _messages(self, notes: Sequence[Notification]) -> list[Outgoing]:
+        with self._prepare_lock:    # a cancelled prefetch's thread may still be running
+            messages: list[Outgoing] = []
+            for n in notes:
+                messages += self.outbox.messages(n)
+            return messages
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
+
+    # -- waking
+
+    @property
+    def wake(self) -> asyncio.Event:
+        if self._wake is None:
+            self._wake = asyncio.Event()
+        return self._wake
+
+    async def on_nudge(self, _msg: Any) -> None:
+        self.wake.set()
+
+    async def _idle(self) -> None:
+        """Wait for a nudge; not longer than the position record may wait."""
+        wait = self.config.position_interval if self.unrecorded else self.config.poll_interval
+        await pause(self.wake, wait)
+
+    # -- the loop
+
+    async def run(self, js: Any, kv: Any, stop: asyncio.Event, publisher: Publisher) -> None:
+        """Relay until ``stop``; raises BusError when NATS fails (the caller
+        reconnects); store errors are retried here with backoff."""
+        backoff = self.config.backoff_initial
+        while not stop.is_set():
+            try:
+                await self._recover_and_follow(js, kv, stop, publisher)
+            except (BusError, asyncio.CancelledError):
+                raise
+            except Exception as error:
+                level = logging.WARNING if isinstance(error, Conflict) else logging.ERROR
+                expected = (Conflict, RelayError, OSError, PersistenceError, psycopg.Error)
+                log.log(level, "relay %s: %r; retrying in %.1fs", self.name, error, backoff,
+                        exc_info=not isinstance(error, expected))
+                await pause(stop, backoff)
+                backoff = min(backoff * 2, self.config.backoff_max)
+
+    async def _recover_and_follow(self, js: Any, kv: Any, stop: asyncio.Event, publisher: Publisher) -> None:
+        batch, present = await self.recover(js, kv)
+        prefetch: asyncio.Future[Prepared] | None = None
+        try:
+            while True:
+                raise_if_cancelled()
+                if batch.count:
+                    acks = await self._send(publisher, batch, present)
+                    present = set()
+                    if stop.is_set():
+                        prefetch = None
+                    else:
+                        self.wake.clear()
+                        prefetch = asyncio.ensure_future(
+                            self.prepare(batch.last_id + 1, self.config.batch_size)
+                        )
+                    await self._acked(batch, publisher, acks)
+                    if self._record_due():
+                        await self._record(kv)
+                if stop.is_set():
+                    await self._record(kv)
+                    return
+                if prefetch is None:
+                    self.wake.clear()
+                    batch = await self.prepare(self.acked + 1, self.config.batch_size)
+                else:
+                    batch, prefetch = await prefetch, None
+                if not batch.count:
+                    if self._record_due():
+                        await self._record(kv)
+                    await self._idle()
+        finally:
+            if prefetch is not None:
+                prefetch.cancel()  # a thread building messages finishes on its own (locked)
+
+    # -- recovery
+
+    async def recover(self, js: Any, kv: Any) -> tuple[Prepared, set[str]]:
+        """Read the position record; return the batch that may have been in flight
+        and the ids of its messages JetStream already holds."""
+        self.stats.recoveries += 1
+        began = time.perf_counter()
+        record = PositionRecord()
+        with bus(f"{self.name}: read position"):
+            try:
+                entry = await kv.get(self.name)
+            except nats.js.errors.KeyNotFoundError:
+                self.revision = None
+            else:
+                self.revision = entry.revision
+                record = PositionRecord.decode(entry.value)
+        self.position = self.acked = record.position
+        self.unrecorded = 0
+        self.pub_seq = record.pub_seq
+        self.priv_seq = record.priv_seq
+        window = max(record.window, self.config.batch_size)
+        if self.position:
+            top = await asyncio.to_thread(self.store.max_notification_id)
+            if top < self.position:
+                msg = (
+                    f"store {self.name} ends at notification {top} but was relayed up to "
+                    f"{self.position}: a different or reset store? (a new store needs new "
+                    f"streams, or key {self.name!r} of bucket {subjects.RELAY_BUCKET} and its "
+                    "messages deleted)"
+                )
+                raise RelayError(msg)
+        batch = await self.prepare(self.position + 1, window)
+        with bus(f"{self.name}: recovery scan"):
+            present = await already_stored(js, self.name, batch.messages, self.pub_seq, self.priv_seq,
+                                           self.config.request_timeout)
+            # Write the record (a claim on the store, and a window at least this big).
+            await self._save(kv, self.position, max(window, self._window()))
+            self._recorded_at = time.monotonic()
+        wanted = {m.msg_id for m in batch.messages}
+        present &= wanted
+        self.stats.skipped += len(present)
+        if present or batch.count:
+            log.info(
+                "relay %s: resuming after notification %d; %d of the next %d messages "
+                "already stored (recovery took %.0f ms)", self.name, self.position, len(present),
+                len(batch.messages), 1000 * (time.perf_counter() - began),
+            )
+        return batch, present
+
+    # -- publishing
+
+    async def _send(self, publisher: Publisher, batch: Prepared, present: set[str]) -> Acks:
+        acks = Acks(asyncio.get_running_loop().create_future(), self.pub_seq, self.priv_seq)
+        with bus(f"{self.name}: publish"):
+            try:
+                await publisher.send(batch.messages, present, acks)
+            except BaseException:
+                publisher.forget(acks)
+                raise
+        return acks
+
+    async def _acked(self, batch: Prepared, publisher: Publisher, acks: Acks) -> None:
+        with bus(f"{self.name}: acks"):
+            try:
+                async with asyncio.timeout(self.config.ack_timeout):
+                    await acks.done
+            except BaseException:
+                publisher.forget(acks)
+                raise
+        if self.config.fault is not None:
+            with bus(f"{self.name}: fault"):
+                self.config.fault("acked", self.name)
+        self.pub_seq, self.priv_seq = acks.pub_seq, acks.priv_seq
+        self.acked = batch.last_id
+        self.unrecorded += batch.count
+        self.stats.events += batch.count
+        self.stats.messages += acks.sent
+        self.stats.duplicates += acks.duplicates
+        self.stats.batches += 1
+
+    # -- the position record
+
+    def _window(self) -> int:
+        """The ``window`` recorded: at most ``batch_size`` acked notifications go
+        unrecorded (:meth:`_record_due`), plus one batch in flight."""
+        return 2 * self.config.batch_size
+
+    def _record_due(self) -> bool:
+        """Whether to write the position now. Not after every batch: under live load
+        batches are small and many, and a write is a JetStream round trip in the
+        path of the next batch. Recovery rescans the unrecorded ones (the window)."""
+        if not self.unrecorded:
+            return False
+        return (self.unrecorded >= self.config.batch_size
+                or time.monotonic() - self._recorded_at >= self.config.position_interval)
+
+    async def _record(self, kv: Any) -> None:
+        """Write the position (all acked notifications), if it moved."""
+        if self.acked == self.position:
+            return
+        with bus(f"{self.name}: write position"):
+            await self._save(kv, self.acked, self._window())
+        self.position = self.acked
+        self.unrecorded = 0
+        self._recorded_at = time.monotonic()
+
+    async def _save(self, kv: Any, position: int, window: int) -> None:
+        value = PositionRecord(position, self.pub_seq, self.priv_seq, window).encode(at=time.time())
+        if self.revision is None:
+            self.revision = await kv.create(self.name, value)
+        else:
+            self.revision = await kv.update(self.name, value, last=self.revision)
+        self.stats.records += 1
