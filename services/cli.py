@@ -76,7 +76,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _room(args: argparse.Namespace) -> int:
-    from . import room
+    from .room import room
 
     return room.cli(args)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
 
 
 @pytest.fixture(scope="session")

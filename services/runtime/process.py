@@ -20,7 +20,8 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from .settings import Settings
@@ -29,6 +30,7 @@ log = logging.getLogger("studroom")
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
 LOG_LEVEL_VAR = "STUDROOM_LOG_LEVEL"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class Bootstrap(Protocol):
@@ -55,21 +57,28 @@ def configure_logging(level: str) -> None:
     logging.getLogger("nats").setLevel(logging.CRITICAL)
 
 
+@contextmanager
+def stop_on_signals() -> Iterator[asyncio.Event]:
+    """An event set by SIGTERM or SIGINT while inside (in a running event loop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        yield stop
+    finally:
+        for sig in STOP_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+
 def run(bootstrap: Bootstrap, args: argparse.Namespace) -> int:
     """Run ``bootstrap.serve`` until SIGTERM or SIGINT; the process's exit code."""
     configure_logging(args.log_level)
     serve: Callable[[argparse.Namespace, Settings, asyncio.Event], Awaitable[Any]] = bootstrap.serve
 
     async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        try:
+        with stop_on_signals() as stop:
             await serve(args, Settings.from_env(), stop)
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(sig)
 
     try:
         asyncio.run(main())

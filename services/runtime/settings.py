@@ -61,6 +61,18 @@ class Settings:
             data_dir=Path(data_dir).expanduser().absolute(),
         )
 
+    def to_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``env`` (default: ``os.environ``) with these settings, for a child process
+        (``from_env`` reads them back there)."""
+        out = dict(os.environ if env is None else env)
+        for var, value in ((NATS_URL_VAR, self.nats_url), (DATABASE_URL_VAR, self.database_url)):
+            if value is None:
+                out.pop(var, None)
+            else:
+                out[var] = value
+        out[DATA_DIR_VAR] = str(self.data_dir)
+        return out
+
     @property
     def embedded_nats(self) -> bool:
         return self.nats_url is None

@@ -41,14 +41,16 @@ from studroom.domain.events import (
 )
 from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
-from studroom.services import room as room_mod
-from studroom.services.players.bot import decode_event
+from studroom.services.players.messages import decode_event
+from studroom.services.room.bots import Room
+from studroom.services.room.plans import TablePlan, plan_tables, table_ids
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
     NATS_URL_VAR,
     Settings,
 )
+from studroom.services.runtime.supervisor import Services, child_env
 from studroom.services.store.inspect import load_tables, open_stores, stream_ids
 from studroom.services.store.layout import store_schemas
 from studroom.services.wire import subjects
@@ -150,11 +152,11 @@ class Spy:
         await self.nc.drain()
 
 
-async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan],
-                schemas: list[str], spy: Spy) -> room_mod.Room:
+async def _play(nats_url: str, database_url: str, plans: list[TablePlan],
+                schemas: list[str], spy: Spy) -> Room:
     ids = [p.table_id for p in plans]
     await spy.start(nats_url, ids)
-    room = room_mod.Room(nats_url, plans, pace_ms=0, seed=2024, record=True)
+    room = Room(nats_url, plans, pace_ms=0, seed=2024, record=True)
     await room.start()
     deadline = time.monotonic() + PLAY_AT_MOST
     while room.stats.hands < ENOUGH_HANDS and time.monotonic() < deadline:
@@ -182,11 +184,11 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay(
     run = uuid.uuid4().hex[:6]
     prefix = f"itroom_{run}_p"
     schemas = store_schemas(2, prefix)
-    ids = room_mod.table_ids(TABLES, prefix=f"it{run}t")
-    plans = room_mod.plan_tables(ids, BOTS_PER_TABLE, {})
-    env = room_mod.child_env(nats_url, database_url, settings.data_dir)
+    ids = table_ids(TABLES, prefix=f"it{run}t")
+    plans = plan_tables(ids, BOTS_PER_TABLE, {})
+    env = child_env(nats_url, database_url, settings.data_dir)
     log_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-logs-"))
-    services = room_mod.Services(env, log_dir, instances=2, stores=2, name=f"it{run}",
+    services = Services(env, log_dir, instances=2, stores=2, name=f"it{run}",
                                  schema_prefix=prefix, lease_bucket=f"itroom_{run}_leases")
     spy = Spy()
     services.start()

@@ -1,0 +1,65 @@
+"""Which tables the room plays on and whom it seats: new tables in turn of the games,
+tables found in the store reused with their players."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from studroom.domain import simulate
+from studroom.domain.config import Rake, TableConfig
+from studroom.domain.events import Event
+from studroom.domain.games import GAMES
+from studroom.domain.table import Table
+
+ROOM_GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
+ROOM_RAKE = Rake(basis_points=500, cap=30)          # 5 %, at most 30 chips a hand
+
+
+def table_ids(count: int, prefix: str = "t") -> list[str]:
+    """``t01`` .. ``tNN`` (wider when there are more)."""
+    width = max(2, len(str(count)))
+    return [f"{prefix}{i:0{width}d}" for i in range(1, count + 1)]
+
+
+def table_config(index: int) -> TableConfig:
+    game = ROOM_GAMES[index % len(ROOM_GAMES)]
+    return TableConfig(game=game, stakes=simulate.STAKES, rake=ROOM_RAKE)
+
+
+def player_name(table_id: str, seat: int) -> str:
+    return f"{table_id}-p{seat}"
+
+
+@dataclass
+class TablePlan:
+    table_id: str
+    config: TableConfig
+    seats: dict[int, str]                       # seat -> player to run a bot for
+    kept: dict[int, int] = field(default_factory=dict)   # seats already held: stack
+
+
+def plan_tables(ids: Sequence[str], bots_per_table: int,
+                existing: dict[str, list[Event]]) -> list[TablePlan]:
+    """What to open and whom to seat; tables found in the store are reused, with a
+    bot for every seat already taken (so no hand waits on a player nobody plays)."""
+    plans = []
+    for index, table_id in enumerate(ids):
+        events = existing.get(table_id)
+        table = Table.replay(events) if events else None
+        if table is not None and table.config is not None:
+            config = table.config
+            seats = {s: st.player for s, st in table.seats.items() if not st.leaving}
+            kept = {s: st.stack for s, st in table.seats.items() if not st.leaving}
+            if table.hand is not None:   # stacks behind: the hand in play still runs
+                kept = {s: (table.hand.players[s].stack if s in table.hand.players else k)
+                        for s, k in kept.items()}
+        else:
+            config, seats, kept = table_config(index), {}, {}
+        limit = min(config.seat_count, GAMES[config.game].max_seats)
+        for seat in range(config.seat_count):
+            if len(seats) >= min(max(bots_per_table, len(kept)), limit):
+                break
+            seats.setdefault(seat, player_name(table_id, seat))
+        plans.append(TablePlan(table_id, config, dict(sorted(seats.items())), kept))
+    return plans

@@ -1,0 +1,242 @@
+"""The room, start to end (``studroom room``; docs/design/room.md).
+
+1. Servers: the ones the settings name, embedded ones in the data folder for the others.
+2. Tables: planned from what the store holds (:mod:`.plans`).
+3. Services: table services, the relay and the timer service as child processes
+   (:mod:`..runtime.supervisor`).
+4. Play: the bots in this process (:mod:`.bots`), a progress line (:mod:`.progress`)
+   until Ctrl-C, SIGTERM or the end of ``--for``.
+5. Summary: hands, actions, latency, errors, events stored, and the chip check over
+   every table of the stores.  The data stays for the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import re
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from studroom.projections.ledger.conservation import ChipCheck, check_tables
+
+from ..runtime import process
+from ..runtime.servers import servers
+from ..runtime.settings import Settings
+from ..runtime.stats import percentile
+from ..runtime.supervisor import Services, child_env
+from ..store.inspect import events_stored, load_tables, store_layout_problem
+from ..store.layout import store_schemas
+from .bots import Room
+from .plans import TablePlan, plan_tables, table_ids
+from .progress import ActionRate, Progress, status_line
+
+Say = Callable[[str], Any]
+
+
+@dataclass
+class RoomOptions:
+    """What ``studroom room`` was asked for (its options and defaults: services/cli.py)."""
+
+    tables: int
+    bots_per_table: int
+    seconds: float | None         # None: until Ctrl-C or SIGTERM
+    instances: int
+    stores: int
+    pace_ms: int
+    progress: bool
+    timers: bool                  # the timer service: turns of absent players time out
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RoomOptions:
+        return cls(tables=args.tables, bots_per_table=args.bots_per_table, seconds=args.seconds,
+                   instances=args.instances, stores=args.stores, pace_ms=args.pace,
+                   progress=not args.quiet, timers=not args.no_timers)
+
+
+@dataclass
+class RoomResult:
+    seconds: float
+    tables: int
+    bots: int
+    hands: int
+    actions: int
+    commands: int
+    errors: int
+    stale: int
+    latencies: list[float]
+    error_codes: dict[str, int]
+
+
+def cli(args: argparse.Namespace) -> int:
+    """``studroom room ...``: the exit code (0: ran and chips conserved)."""
+    process.configure_logging("WARNING")
+    settings = Settings.from_env()
+    if args.data_dir:
+        settings = dataclasses.replace(settings, data_dir=Path(args.data_dir).expanduser().absolute())
+    try:
+        return run(settings, RoomOptions.from_args(args))
+    except KeyboardInterrupt:       # before the room's own handlers were in place
+        print("\nstopped", file=sys.stderr)
+        return 130
+
+
+def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> int:
+    """The room, start to end; returns the exit code (0: ran and chips conserved)."""
+
+    def say(text: str) -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    schemas = store_schemas(options.stores)
+    ids = table_ids(options.tables)
+    with servers(settings) as (nats_url, database_url):
+        say(f"studroom room: NATS {nats_url}, PostgreSQL {_safe_url(database_url)}, "
+            f"data {settings.data_dir}")
+        problem = store_layout_problem(database_url, options.stores)
+        if problem:
+            say(f"studroom room: {problem}")
+            return 2
+        existing = load_tables(database_url, schemas, only=ids)
+        before = events_stored(database_url, schemas)
+        plans = plan_tables(ids, options.bots_per_table, existing)
+        reused = sum(1 for p in plans if p.table_id in existing)
+        say(f"{len(plans)} tables ({reused} reused), {sum(len(p.seats) for p in plans)} bots, "
+            f"{options.instances} table service(s), {options.stores} store(s), "
+            f"relay{', timer service' if options.timers else ''}, "
+            f"pace {options.pace_ms} ms" + ("" if options.seconds is None else
+                                             f", for {options.seconds:g} s")
+            + "; Ctrl-C stops")
+        services = Services(child_env(nats_url, database_url, settings.data_dir),
+                            settings.data_dir / "logs", instances=options.instances,
+                            stores=options.stores, timers=options.timers)
+        services.start()
+        problems: list[str] = []
+        result: RoomResult | None = None
+        try:
+            result = asyncio.run(_play_until_signal(nats_url, plans, options, services, out))
+        except RuntimeError as e:
+            problems.append(str(e))
+        finally:
+            with _shutting_down(say):
+                problems += services.stop()
+        with _shutting_down(say):
+            say(f"checking the chips: replaying every table of {len(schemas)} store(s) ...")
+            tables = load_tables(database_url, schemas)
+            after = events_stored(database_url, schemas)
+            chips = check_tables(tables)
+    _summary(say, result, before, after, chips, problems, options)
+    return 0 if chips.conserved and result is not None and not problems else 1
+
+
+async def _play_until_signal(nats_url: str, plans: Sequence[TablePlan], options: RoomOptions,
+                             services: Services, out: IO[str]) -> RoomResult:
+    with process.stop_on_signals() as stop:
+        return await play(nats_url, plans, seconds=options.seconds, pace_ms=options.pace_ms,
+                          stop=stop, progress=Progress(out, options.progress), services=services)
+
+
+async def play(nats_url: str, plans: Sequence[TablePlan], *, seconds: float | None,
+               pace_ms: int, stop: asyncio.Event, progress: Progress,
+               services: Services) -> RoomResult:
+    """Seat the bots and let them play until ``stop`` or ``seconds``, showing progress."""
+    room = Room(nats_url, plans, pace_ms=pace_ms)
+    stats = room.stats
+    started = time.monotonic()
+    try:
+        await _start_unless_stopped(room, stop)
+        started = time.monotonic()
+        base_actions = stats.actions
+        rate = ActionRate(started, base_actions)
+        end = None if seconds is None else started + seconds
+        while not stop.is_set():
+            timeout = 0.5 if end is None else max(min(0.5, end - time.monotonic()), 0)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout)
+            now = time.monotonic()
+            progress.show(status_line(
+                hands=stats.hands, actions=stats.actions - base_actions,
+                rate=rate.add(now, stats.actions), tables=len(plans), bots=len(room.bots),
+                errors=stats.errors, seconds=now - started, down=services.dead()))
+            if end is not None and now >= end:
+                break
+    finally:
+        elapsed = time.monotonic() - started
+        progress.done()
+        await room.stop()
+    return RoomResult(
+        seconds=elapsed, tables=len(plans), bots=len(room.bots), hands=stats.hands,
+        actions=stats.actions, commands=stats.commands, errors=stats.errors,
+        stale=stats.refused_stale, latencies=list(stats.latencies), error_codes=stats.error_codes,
+    )
+
+
+async def _start_unless_stopped(room: Room, stop: asyncio.Event) -> None:
+    """Open the tables and seat the bots, unless ``stop`` comes first."""
+    start_task = asyncio.create_task(room.start())
+    stop_task = asyncio.create_task(stop.wait())
+    await asyncio.wait({start_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+    stop_task.cancel()
+    if start_task.done():
+        start_task.result()
+        return
+    start_task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await start_task
+
+
+@contextlib.contextmanager
+def _shutting_down(say: Say) -> Iterator[None]:
+    """While stopping: another Ctrl-C must not leave services or servers behind."""
+    def note(_sig: int, _frame: Any) -> None:
+        say("stopping: services and servers are being shut down, one moment ...")
+
+    previous = {sig: signal.signal(sig, note) for sig in process.STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _summary(say: Say, result: RoomResult | None, before: int, after: int, chips: ChipCheck,
+             problems: Iterable[str], options: RoomOptions) -> None:
+    say("")
+    say("summary")
+    if result is not None:
+        secs = max(result.seconds, 1e-9)
+        say(f"  ran          {result.seconds:.1f} s, {result.tables} tables, {result.bots} bots, "
+            f"{options.instances} table service(s), {options.stores} store(s)")
+        say(f"  hands        {result.hands} ({result.hands / secs:.1f}/s)")
+        say(f"  actions      {result.actions} ({result.actions / secs:.1f}/s); "
+            f"commands {result.commands}")
+        say(f"  latency      p50 {percentile(result.latencies, 50) * 1000:.1f} ms, "
+            f"p99 {percentile(result.latencies, 99) * 1000:.1f} ms (request -> reply)")
+        codes = ", ".join(f"{k} {v}" for k, v in sorted(result.error_codes.items()))
+        say(f"  errors       {result.errors}" + (f" ({codes})" if codes else "")
+            + f"; stale answers {result.stale}")
+        say(f"  events       {after - before} stored this run ({(after - before) / secs:.1f}/s), "
+            f"{after} in all")
+    else:
+        say(f"  events       {after - before} stored this run, {after} in all")
+    say(f"  hands stored {chips.hands} on {chips.tables} tables")
+    verdict = "yes" if chips.conserved else "NO"
+    say(f"  chips conserved: {verdict} (bought {chips.bought} = behind {chips.behind} "
+        f"+ in hands {chips.in_hand} + rake {chips.rake} + cashed out "
+        f"{chips.cashed_out}; {chips.tables} tables replayed)")
+    for bad in chips.bad[:10]:
+        say(f"    {bad}")
+    for problem in problems:
+        say(f"  problem: {problem}")
+
+
+def _safe_url(url: str) -> str:
+    """The URL without a password."""
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)

@@ -1,0 +1,107 @@
+"""The room's services as child processes: ``studroom serve table|relay|timer``, each
+in its own session (Ctrl-C reaches only the parent) with its log in a folder, stopped
+in order with SIGTERM."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import KW_ONLY, dataclass, field
+from pathlib import Path
+from typing import IO
+
+from ..store.layout import store_schemas
+from .settings import Settings
+
+SERVE = (sys.executable, "-m", "studroom.services.cli", "serve")
+
+
+def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
+    """This process's environment, pointed at these servers, unbuffered output."""
+    env = Settings(nats_url, database_url, data_dir).to_env()
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+@dataclass
+class Services:
+    """The table-service instances, the relay and the timer service, as child processes.
+
+    ``name`` prefixes the processes' names (and the table services' instance ids);
+    ``schema_prefix`` and ``lease_bucket`` give them stores and leases of their own
+    (tests, benchmarks)."""
+
+    env: dict[str, str]
+    log_dir: Path
+    _: KW_ONLY
+    instances: int
+    stores: int
+    timers: bool = False
+    name: str = "room"
+    schema_prefix: str | None = None
+    lease_bucket: str | None = None
+    procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = field(default_factory=list,
+                                                                       init=False)
+
+    def commands(self) -> list[tuple[str, list[str]]]:
+        """Each process's name and command line, in the order they start."""
+        table_args = ["--stores", str(self.stores)]
+        relay_args = ["--stores", str(self.stores), "--log-level", "WARNING"]
+        if self.schema_prefix:
+            table_args += ["--schema-prefix", self.schema_prefix]
+            for schema in store_schemas(self.stores, self.schema_prefix):
+                relay_args += ["--schema", schema]
+        if self.lease_bucket:
+            table_args += ["--lease-bucket", self.lease_bucket]
+        commands = [(f"{self.name}-table-{i}",
+                     [*SERVE, "table", "--instance-id", f"{self.name}-{i}", *table_args])
+                    for i in range(1, self.instances + 1)]
+        commands.append((f"{self.name}-relay", [*SERVE, "relay", *relay_args]))
+        if self.timers:
+            commands.append((f"{self.name}-timer", [*SERVE, "timer", "--instance-id",
+                                                    f"{self.name}-timer", "--log-level",
+                                                    "WARNING"]))
+        return commands
+
+    def start(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for name, command in self.commands():
+            self._spawn(name, command)
+
+    def _spawn(self, name: str, command: list[str]) -> None:
+        log_file = (self.log_dir / f"{name}.log").open("ab")
+        log_file.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(command)}\n".encode())
+        log_file.flush()
+        proc = subprocess.Popen(
+            command, env=self.env, stdin=subprocess.DEVNULL, stdout=log_file,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self.procs.append((name, proc, log_file))
+
+    def dead(self) -> list[str]:
+        return [f"{name} (exit {proc.returncode})" for name, proc, _ in self.procs
+                if proc.poll() is not None]
+
+    def stop(self, timeout: float = 20.0) -> list[str]:
+        """SIGTERM all, wait, SIGKILL what is left. Returns problems (non-zero exits)."""
+        problems: list[str] = []
+        for _, proc, _ in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for name, proc, log_file in self.procs:
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                problems.append(f"{name} did not stop on SIGTERM: killed")
+                proc.kill()
+                proc.wait()
+            if proc.returncode not in (0, -signal.SIGTERM):
+                problems.append(f"{name} exited with {proc.returncode} (log {self.log_dir / name}.log)")
+            log_file.close()
+        self.procs.clear()
+        return problems

@@ -1,0 +1,92 @@
+"""The room's service processes: their command lines are ``studroom serve`` command
+lines, and stopping them reports what went wrong. Stand-in children, no servers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from studroom.services.cli import build_parser
+from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.supervisor import SERVE, Services, child_env
+from studroom.services.store.layout import store_schemas
+
+
+class StandIns(Services):
+    """The supervisor with children that sleep (or exit with ``exit_code`` at once)."""
+
+    def __init__(self, log_dir: Path, exit_code: int | None = None) -> None:
+        super().__init__({}, log_dir, instances=2, stores=1)
+        self.exit_code = exit_code
+
+    def commands(self) -> list[tuple[str, list[str]]]:
+        code = "import time; time.sleep(60)"
+        if self.exit_code is not None:
+            code = f"import sys; sys.exit({self.exit_code})"
+        return [(name, [sys.executable, "-c", code]) for name, _ in super().commands()]
+
+
+def test_the_room_runs_table_services_and_the_relay() -> None:
+    services = Services({}, Path("logs"), instances=2, stores=1)
+    commands = dict(services.commands())
+    assert list(commands) == ["room-table-1", "room-table-2", "room-relay"]
+    assert commands["room-table-2"] == [*SERVE, "table", "--instance-id", "room-2",
+                                        "--stores", "1"]
+    assert commands["room-relay"] == [*SERVE, "relay", "--stores", "1", "--log-level", "WARNING"]
+
+
+def test_stores_and_leases_of_their_own_and_the_timer() -> None:
+    services = Services({}, Path("logs"), instances=1, stores=2, timers=True, name="it",
+                        schema_prefix="it_p", lease_bucket="it_leases")
+    commands = dict(services.commands())
+    assert list(commands) == ["it-table-1", "it-relay", "it-timer"]
+    table = commands["it-table-1"]
+    assert table[table.index("--schema-prefix") + 1] == "it_p"
+    assert table[table.index("--lease-bucket") + 1] == "it_leases"
+    relay = commands["it-relay"]
+    assert [relay[i + 1] for i, arg in enumerate(relay) if arg == "--schema"] == \
+        store_schemas(2, "it_p")
+    assert commands["it-timer"][len(SERVE):] == ["timer", "--instance-id", "it-timer",
+                                                 "--log-level", "WARNING"]
+
+
+def test_every_command_line_is_one_studroom_serve_understands() -> None:
+    parser = build_parser()
+    services = Services({}, Path("logs"), instances=2, stores=2, timers=True,
+                        schema_prefix="it_p", lease_bucket="it_leases")
+    for _, command in services.commands():
+        assert command[:len(SERVE)] == list(SERVE)
+        args = parser.parse_args(command[len(SERVE) - 1:])   # from "serve" on
+        assert args.command == "serve" and args.service == command[len(SERVE)]
+
+
+def test_children_get_the_servers_in_their_settings(tmp_path: Path) -> None:
+    env = child_env("nats://127.0.0.1:14222", "postgresql://postgres@127.0.0.1:15432/s", tmp_path)
+    assert Settings.from_env(env) == Settings("nats://127.0.0.1:14222",
+                                              "postgresql://postgres@127.0.0.1:15432/s", tmp_path)
+    assert "PYTHONUNBUFFERED" in env
+
+
+def test_a_clean_stop_reports_no_problem(tmp_path: Path) -> None:
+    services = StandIns(tmp_path)
+    services.start()
+    try:
+        assert services.dead() == []
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            "room-relay.log", "room-table-1.log", "room-table-2.log"]
+    finally:
+        problems = services.stop()
+    assert problems == []
+    assert services.procs == []
+
+
+def test_a_service_that_died_is_reported(tmp_path: Path) -> None:
+    services = StandIns(tmp_path, exit_code=3)
+    services.start()
+    for _, proc, _ in services.procs:
+        proc.wait(timeout=20)
+    assert services.dead() == ["room-table-1 (exit 3)", "room-table-2 (exit 3)",
+                               "room-relay (exit 3)"]
+    problems = services.stop()
+    assert problems == [f"{name} exited with 3 (log {tmp_path / name}.log)"
+                        for name in ("room-table-1", "room-table-2", "room-relay")]
