@@ -71,6 +71,7 @@ from .showdown import check_muck, settle, showdown_order
 
 
 RECENT_COMMANDS: Final = 1024   # how many command ids a table remembers to refuse replays
+MIN_PLAYERS: Final = 2          # ready seats a hand needs (R5)
 
 
 class SeatState(Record):
@@ -270,15 +271,24 @@ class Table:
 
     def ready_seats(self) -> list[int]:
         """The seats that would be dealt in now: a player with chips, not sitting out,
-        not leaving (a hand needs two of them, R5)."""
+        not leaving (a hand needs MIN_PLAYERS of them, R5)."""
         return sorted(s for s, st in self.seats.items() if st.stack > 0 and not st.sitting_out and not st.leaving)
+
+    def next_hand_due(self) -> bool:
+        """Is the next hand due (R5)? An online table (``auto_deal``) with no hand under
+        way and at least MIN_PLAYERS ready seats: its service sends the StartHand (a
+        live dealer's table waits for the dealer)."""
+        config = self.config
+        if config is None or not config.auto_deal or self.hand is not None:
+            return False
+        return len(self.ready_seats()) >= MIN_PLAYERS
 
     def _start_hand(self, c: StartHand) -> None:
         config = self._require_config()
         if self.hand is not None:
             raise DomainError(HAND_IN_PROGRESS, f"hand {self.hand_no} is still being played")
         ready = self.ready_seats()
-        if len(ready) < 2:
+        if len(ready) < MIN_PLAYERS:
             raise DomainError(NOT_ENOUGH_PLAYERS, "a hand needs two players with chips (R5)")
         button = self._next_button(ready) if c.button is None else c.button
         if c.button is not None and c.button not in range(config.seat_count):

@@ -1,19 +1,13 @@
-"""Drive tables through the table service, as bots would, and measure it.
+"""Commands per second of in-process table services over NATS, by number of stores.
 
     studroom bench table [--tables 8] [--stores 1 2] [--seconds 5]
 
-:class:`TableDriver` plays one table with random legal moves through a
-:class:`~studroom.services.players.client.TableClient` (NATS request/reply, no think time).
-It learns the table's state the way a trusted tool may: by reading the table's
-events from the event store after each reply and replaying them into a local
-:class:`~studroom.domain.table.Table` (a read-only mirror; the service alone
-writes). The integration tests use it too.
-
 ``bench`` starts table-service instances in this process (each with its own NATS
-connection), drives ``tables`` tables for ``seconds`` and reports commands/s and the
-request/reply latency (p50, p99) as the client sees it. Against
-``STUDROOM_NATS_URL``/``STUDROOM_DATABASE_URL`` if set, else embedded servers in a
-temporary folder.
+connection), plays ``tables`` tables for ``seconds`` with random legal moves
+(:class:`TablePlayer`, no think time) and reports commands/s and the request/reply
+latency (p50, p99) as the client sees it, and whether every table's chips are
+conserved.  Against ``STUDROOM_NATS_URL``/``STUDROOM_DATABASE_URL`` if set, else
+embedded servers in a temporary folder.
 """
 
 from __future__ import annotations
@@ -30,155 +24,75 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from studroom.domain.commands import (
-    Act,
-    BuyIn,
-    Command,
-    Muck,
-    OpenTable,
-    PostAnte,
-    Show,
-    SitDown,
-)
-from studroom.domain.config import Stakes, TableConfig
-from studroom.domain.events import (
-    ChipsBought,
-    HandEnded,
-    PlayerLeft,
-    TurnStarted,
-)
+from studroom.domain.commands import BuyIn, Command, OpenTable, Show, SitDown
+from studroom.domain.config import TableConfig
+from studroom.domain.errors import MUST_SHOW
+from studroom.domain.events import TurnStarted
+from studroom.domain.simulate import STAKES, choose
 from studroom.domain.table import Table
+from studroom.projections.ledger.conservation import check_table
+
 from ..players.client import TableClient
-from ..store.event_store import EventStore
-from ..wire.protocol import Reply
 from ..runtime.stats import percentile
+from ..store.port import EventStore
 
-STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
-WEIGHTS = {"fold": 1, "check": 4, "call": 5, "bet": 2, "raise": 2, "complete": 2, "bring_in": 4}
-
-
-def table_config(game: str = "seven_card_stud", **extra: Any) -> TableConfig:
-    return TableConfig(game=game, stakes=STAKES, **extra)
+STACK = 1000
 
 
-class TableDriver:
-    """Plays one table: ``setup()`` opens it and seats ``players`` with chips (the
-    service then deals by itself), ``step()`` sends the next legal command."""
+class TablePlayer:
+    """Plays every seat of one table through the service: it follows the table in the
+    event store (a replayed mirror), answers each turn with :func:`simulate.choose`
+    and buys a busted seat in again.  Seats post their antes themselves."""
 
-    def __init__(
-        self,
-        client: TableClient,
-        store: EventStore,
-        table_id: str,
-        *,
-        players: int = 4,
-        stack: int = 1000,
-        rng: random.Random | None = None,
-        config: TableConfig | None = None,
-        tolerate: frozenset[str] = frozenset(),
-    ) -> None:
+    def __init__(self, client: TableClient, store: EventStore, table_id: str, rng: random.Random) -> None:
         self.client = client
-        self.tolerate = tolerate | {"must_show"}   # refusals that are not errors
         self.store = store
         self.table_id = table_id
-        self.players = players
-        self.stack = stack
-        self.rng = rng or random.Random()
-        self.config = config or table_config()
+        self.rng = rng
         self.mirror = Table()
         self.turn: TurnStarted | None = None
         self.latencies: list[float] = []
-        self.sent = 0
-        self.errors: list[tuple[str, str, str]] = []   # (command, code, message)
-        self.must_show: int | None = None
+        self.errors = 0
 
-    async def request(self, command: Command) -> Reply:
+    async def sit_down(self, players: int) -> None:
+        await self.send(OpenTable(table_id=self.table_id, config=TableConfig(game="seven_card_stud", stakes=STAKES)))
+        for seat in range(players):
+            await self.send(SitDown(seat=seat, player=f"{self.table_id}-p{seat}"))
+            await self.send(BuyIn(seat=seat, amount=STACK))
+
+    async def send(self, command: Command) -> str | None:
+        """Send one command: the refusal's code, or None."""
         started = time.perf_counter()
         reply = await self.client.send(self.table_id, command)
         self.latencies.append(time.perf_counter() - started)
-        self.sent += 1
-        if not reply.ok and reply.error is not None and reply.error.code not in self.tolerate:
-            self.errors.append((type(command).__name__, reply.error.code, reply.error.message))
-        return reply
+        if reply.ok or reply.error is None:
+            return None
+        if reply.error.code != MUST_SHOW:
+            self.errors += 1
+        return reply.error.code
 
-    async def setup(self) -> None:
-        replies = [await self.request(OpenTable(table_id=self.table_id, config=self.config))]
-        for seat in range(self.players):
-            replies.append(await self.request(SitDown(seat=seat, player=f"{self.table_id}-p{seat}")))
-            replies.append(await self.request(BuyIn(seat=seat, amount=self.stack)))
-        bad = [r for r in replies if not r.ok and r.error is not None and r.error.code not in self.tolerate]
-        if bad:
-            raise RuntimeError(f"setting up {self.table_id} failed: {bad}")
+    async def play(self, until: float) -> None:
+        while time.perf_counter() < until:
+            events = await asyncio.to_thread(self.store.load, self.table_id, self.mirror.version)
+            for event in events:
+                self.mirror.apply(event)
+                if isinstance(event, TurnStarted):
+                    self.turn = event
+            command = self._move()
+            if command is None:
+                await asyncio.sleep(0.001)
+            elif await self.send(command) == MUST_SHOW:
+                await self.send(Show(seat=command.seat))  # type: ignore[attr-defined]
 
-    async def refresh(self) -> None:
-        events = await asyncio.to_thread(self.store.load, self.table_id, self.mirror.version)
-        for event in events:
-            self.mirror.apply(event)
-            if isinstance(event, TurnStarted):
-                self.turn = event
-
-    def next_command(self) -> Command | None:
-        table, rng = self.mirror, self.rng
-        hand = table.hand
-        for seat, state in sorted(table.seats.items()):   # busted and not in the hand: buy again
+    def _move(self) -> Command | None:
+        """A busted seat's buy-in, or an answer to the open turn (None: wait)."""
+        hand, turn = self.mirror.hand, self.turn
+        for seat, state in self.mirror.seats.items():
             if state.stack == 0 and (hand is None or seat not in hand.players):
-                return BuyIn(seat=seat, amount=self.stack)
-        if hand is None or self.turn is None or self.turn.turn != table.turn:
+                return BuyIn(seat=seat, amount=STACK)
+        if hand is None or turn is None or turn.turn != self.mirror.turn or turn.seat is None:
             return None
-        turn = self.turn
-        if turn.kind == "ante":
-            seat = next((s for s, p in hand.players.items() if not p.posted and not p.folded), None)
-            return None if seat is None else PostAnte(seat=seat)
-        if hand.to_act is None:
-            return None
-        seat = hand.to_act
-        if turn.kind == "show":
-            if self.must_show == seat or rng.random() < 0.8:
-                return Show(seat=seat)
-            return Muck(seat=seat)
-        options = [o for o in turn.options if o in WEIGHTS]
-        if not options:
-            return None
-        action = rng.choices(options, [WEIGHTS[o] for o in options])[0]
-        size = None
-        if action in ("bet", "raise") and hand.open_pair and not hand.big_made:
-            size = rng.choice(("small", "big"))
-        return Act(seat=seat, action=action, size=size)  # type: ignore[arg-type]
-
-    async def step(self) -> Reply | None:
-        """Refresh the mirror and send the next command (None: nothing to do now)."""
-        await self.refresh()
-        command = self.next_command()
-        if command is None:
-            return None
-        reply = await self.request(command)
-        if not reply.ok and reply.error is not None and reply.error.code == "must_show":
-            self.must_show = getattr(command, "seat", None)
-        else:
-            self.must_show = None
-        return reply
-
-
-def chip_check(events: list[Any]) -> tuple[bool, str]:
-    """Chips are conserved at every point between hands: bought = stacks + rake +
-    cashed out. Also checks the events replay."""
-    table = Table()
-    bought = rake = cashed = 0
-    hands = 0
-    for event in events:
-        table.apply(event)
-        if isinstance(event, ChipsBought):
-            bought += event.amount
-        elif isinstance(event, HandEnded):
-            rake += event.rake
-            hands += 1
-        elif isinstance(event, PlayerLeft):
-            cashed += event.cashed_out
-        if table.hand is None:
-            stacks = sum(s.stack for s in table.seats.values())
-            if bought != stacks + rake + cashed:
-                return False, f"after event {table.version} ({type(event).__name__}): bought {bought} != stacks {stacks} + rake {rake} + cashed out {cashed}"
-    return True, f"{hands} hands, {table.version} events, bought {bought}, rake {rake}"
+        return choose(turn, self.rng, hand.open_pair and not hand.big_made)
 
 
 async def bench(
@@ -192,8 +106,9 @@ async def bench(
     players: int = 4,
 ) -> dict[str, Any]:
     import nats
-    from ..store.event_store import PostgresEventStore
+
     from ..store.layout import store_of_table, store_schema
+    from ..store.postgres import PostgresEventStore
     from ..table.service import TableService
 
     run_id = uuid.uuid4().hex[:8]
@@ -219,34 +134,26 @@ async def bench(
                 await service.leases.tick()
     client_nc = await nats.connect(nats_url)
     client = TableClient(client_nc)
-    drivers = [
-        TableDriver(client, reader[store_of_table(f"b{run_id}t{k}", stores)], f"b{run_id}t{k}",
-                    players=players, rng=random.Random(k))
+    played = [
+        TablePlayer(client, reader[store_of_table(f"b{run_id}t{k}", stores)], f"b{run_id}t{k}", random.Random(k))
         for k in range(tables)
     ]
-    await asyncio.gather(*(d.setup() for d in drivers))
-    for d in drivers:
-        d.latencies.clear()
-        d.sent = 0
-    deadline = time.perf_counter() + seconds
-
-    async def play(driver: TableDriver) -> None:
-        while time.perf_counter() < deadline:
-            if await driver.step() is None:
-                await asyncio.sleep(0.001)
-
+    await asyncio.gather(*(p.sit_down(players) for p in played))
+    for p in played:
+        p.latencies.clear()
     started = time.perf_counter()
-    await asyncio.gather(*(play(d) for d in drivers))
+    await asyncio.gather(*(p.play(started + seconds) for p in played))
     elapsed = time.perf_counter() - started
-    latencies = [x for d in drivers for x in d.latencies]
-    sent = sum(d.sent for d in drivers)
+    latencies = [x for p in played for x in p.latencies]
+    sent = len(latencies)
     service_stats = [s.stats() for s in services]
     for service in services:
         await service.close()
     await client_nc.close()
     for nc in connections:
         await nc.close()
-    ok = all(chip_check(s.load(d.table_id))[0] for d in drivers for s in [reader[store_of_table(d.table_id, stores)]])
+    ok = all(check_table(p.table_id, reader[store_of_table(p.table_id, stores)].load(p.table_id)).conserved
+             for p in played)
     for group in [*service_stores, reader]:
         for store in group:
             store.close()
@@ -260,7 +167,7 @@ async def bench(
         "p50_ms": round(percentile(latencies, 50) * 1000, 2),
         "p99_ms": round(percentile(latencies, 99) * 1000, 2),
         "mean_batch": round(commands / batches, 2) if batches else 0,
-        "errors": sum(len(d.errors) for d in drivers), "chips_conserved": ok,
+        "errors": sum(p.errors for p in played), "chips_conserved": ok,
     }
 
 
@@ -277,7 +184,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
 
     from ..runtime.settings import Settings
-    from ..runtime.embedded import servers
+    from ..runtime.servers import servers
 
     env = Settings.from_env()
     with ExitStack() as stack:

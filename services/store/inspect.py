@@ -1,7 +1,7 @@
 """Reading whole event stores: every table in them, how many events, whether the layout fits.
 
 For the room's summary, the chip check, reconciliation and tests; the services read
-one table at a time through the :class:`.event_store.EventStore` port.
+one table at a time through the :class:`.port.EventStore` port.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from psycopg import sql
 
 from studroom.domain.events import Event, TableEvent
 
-from .event_store import PostgresEventStore, register_event_types
+from .codec import register_event_types
+from .postgres import PostgresEventStore
 from .layout import STORE_SCHEMA_PREFIX, store_of_table, store_schema
 
 

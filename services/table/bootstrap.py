@@ -1,14 +1,29 @@
-"""The table service's composition root: ``studroom serve table``."""
+"""The table service's composition root: ``studroom serve table``.
+
+It opens the event stores (one PostgreSQL schema each), connects to NATS and runs a
+:class:`~.service.TableService` until ``stop``; embedded servers are started when the
+settings name none.  Heavy imports wait inside the functions, so that
+``studroom serve --help`` stays quick.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import re
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..runtime.settings import Settings
-from ..store.layout import STORE_SCHEMA_PREFIX
+from ..store.layout import STORE_SCHEMA_PREFIX, store_schema
 from ..wire import subjects
 from .partitions import DEFAULT_LEASE_TTL, LEASE_BUCKET, spread
+
+if TYPE_CHECKING:
+    from .service import TableService
 
 HELP = "the table service: commands in, events stored (partition leases, group commit)"
 
@@ -27,8 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from .service import TableService, serve_table
-
     def ready(service: TableService) -> None:
         print(f"table service {service.instance_id} ready: partitions {spread(service.owned())}", flush=True)
 
@@ -37,3 +50,63 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         stop=stop, pause_ms=args.pause_ms, lease_ttl=args.lease_ttl,
         lease_bucket=args.lease_bucket, schema_prefix=args.schema_prefix, on_ready=ready,
     )
+
+
+def default_instance_id() -> str:
+    raw = f"{socket.gethostname()}-{os.getpid()}"
+    return re.sub(r"[^A-Za-z0-9_-]", "-", raw)[-64:]
+
+
+async def serve_table(
+    settings: Settings,
+    *,
+    instance_id: str | None = None,
+    stores: int = 1,
+    partitions: int = subjects.PARTITIONS,
+    stop: asyncio.Event | None = None,
+    pause_ms: int = 0,
+    lease_ttl: float = DEFAULT_LEASE_TTL,
+    lease_bucket: str = LEASE_BUCKET,
+    schema_prefix: str = STORE_SCHEMA_PREFIX,
+    on_ready: Callable[[TableService], None] | None = None,
+) -> None:
+    """Run one table-service instance until ``stop`` is set.
+
+    ``settings`` name the NATS and PostgreSQL servers (embedded ones are started in
+    ``settings.data_dir`` when unset). ``partitions`` must match the server's subject
+    mapping and ``stores`` must be the same for every instance of an installation:
+    tables live in schema ``{schema_prefix}{partition % stores}``.
+    """
+    from ..runtime import process
+    from ..runtime.servers import servers
+    from ..store.postgres import PostgresEventStore
+    from .service import TableService
+
+    stop = stop or asyncio.Event()
+    instance_id = instance_id or default_instance_id()
+    with contextlib.ExitStack() as stack:
+        nats_url, database_url = stack.enter_context(servers(settings))
+        event_stores = []
+        for j in range(stores):
+            store = await asyncio.to_thread(
+                PostgresEventStore, database_url, schema=store_schema(j, schema_prefix),
+                pool_size=2, max_overflow=2,
+            )
+            stack.callback(store.close)
+            event_stores.append(store)
+        nc = await process.connect(nats_url, f"studroom-table-{instance_id}")
+        service = TableService(
+            nc, event_stores, instance_id=instance_id, partitions=partitions, pause_ms=pause_ms,
+            lease_ttl=lease_ttl, lease_bucket=lease_bucket,
+        )
+        try:
+            await service.start()
+            if on_ready is not None:
+                on_ready(service)
+            await stop.wait()
+        finally:
+            try:
+                await service.close()
+            finally:
+                with contextlib.suppress(Exception):
+                    await nc.drain()

@@ -1,37 +1,10 @@
 """The table service's core: commands in, events stored, a reply out. No NATS here.
 
-:class:`CommandHandler` takes ``(table_id, command)`` pairs and an
-:class:`~studroom.services.store.event_store.EventStore`:
-
-1. the table comes from a cache of :class:`~studroom.domain.table.Table` objects (kept
-   while this instance owns the table's partition) or, on a miss, from
-   ``Table.replay(store.load(table_id))``;
-2. ``table.execute(command)`` (``now_ms`` filled in with the wall clock if 0) gives
-   the events or a :class:`~studroom.domain.errors.DomainError` (nothing changed);
-3. an online table (``config.auto_deal``) with no hand and two ready players starts
-   its next hand by itself: ``StartHand`` with a fresh secret seed, its events in the
-   SAME append as the triggering command's (or, with ``pause_ms > 0``, the outcome
-   says ``start_due`` and the caller sends the StartHand later);
-4. the events are appended with optimistic concurrency (expected version = the
-   table's version before), and the reply is ``ok(version)`` (the table's version
-   after everything, a started hand included) or ``error(code, message)``.
-
-Group commit: :meth:`CommandHandler.handle_batch` executes the commands of many
-tables and appends all their events in ONE ``store.append`` (one transaction, one
-commit). A :class:`VersionConflict` in a batch (another writer came first) drops every
-table of the batch from the cache and retries each command on its own: reload,
-execute, append; if that conflicts again: reload and retry once more, else the reply
-is ``conflict``.
-
-Errors, besides the domain's codes: ``bad_request`` (not a command, or a table id
-that cannot be a subject token, or an ``OpenTable`` naming another table),
-``unknown_table`` (no events and not ``OpenTable``), ``conflict``, ``internal``
-(an unexpected exception: the table is dropped from the cache, it may be
-half-applied; the handler goes on).
-
-A refusal decided on a cached table is checked against the store first (one cheap
-query for events after the cached version): if another writer moved the table on
-(two owners for a moment), the table catches up and the command is decided again.
+:class:`CommandHandler` decodes and checks a command, runs it on the table (cached, or
+replayed from the store), starts the next hand when it is due
+(``Table.next_hand_due``) and appends the events of a whole batch of tables in ONE
+``store.append``, with optimistic concurrency; a conflict retries each command alone.
+The steps, the error codes and the retry rules: docs/design/table-service.md.
 
 Not thread-safe: one thread per handler (the table service runs each store's
 handler on its own single worker thread).
@@ -52,13 +25,12 @@ from studroom.domain.commands import Command, OpenTable, StartHand
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.table import Table
-from ..wire import protocol
-from ..wire import subjects
-from ..store.event_store import EventStore, VersionConflict
+
+from ..store.port import EventStore, VersionConflict
+from ..wire import protocol, subjects
 from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, ErrorBody, Reply
 
 log = logging.getLogger(__name__)
-
 
 
 class BadRequest(Exception):
@@ -99,15 +71,6 @@ def check_command(table_id: str, command: object) -> Command:
     if isinstance(command, OpenTable) and command.table_id != table_id:
         raise BadRequest(f"OpenTable names table {command.table_id!r}, sent to {table_id!r}")
     return command
-
-
-def ready_for_next_hand(table: Table) -> bool:
-    """An online table with no hand and at least two seated players with chips who
-    are not sitting out (and not leaving): the service deals the next hand."""
-    config = table.config
-    if config is None or not config.auto_deal or table.hand is not None:
-        return False
-    return len(table.ready_seats()) >= 2
 
 
 @dataclass(slots=True)
@@ -254,7 +217,7 @@ class CommandHandler:
         for i, outcome in enumerate(outcomes):
             if outcome is None:
                 s = staged[items[i][0]]
-                due = self.auto_start and self.pause_ms > 0 and not s.dirty and ready_for_next_hand(s.table)
+                due = self.auto_start and self.pause_ms > 0 and not s.dirty and s.table.next_hand_due()
                 outcome = Outcome(Reply(ok=True, version=versions[i]), start_due=due)
             result.append(outcome)
         return result
@@ -297,7 +260,7 @@ class CommandHandler:
                 events = table.execute(command)
         except DomainError as refusal:
             self.stats.refused += 1
-            due = self.auto_start and not s.events and ready_for_next_hand(table)
+            due = self.auto_start and not s.events and table.next_hand_due()
             return Outcome(error_reply(refusal.code, refusal.message), start_due=due)
         except Exception:   # noqa: BLE001 (a bug: never crash the service for it)
             log.exception("command %s on table %s failed", type(command).__name__, table_id)
@@ -308,7 +271,7 @@ class CommandHandler:
                 del staged[table_id]
             return Outcome(error_reply(INTERNAL, f"internal error running {type(command).__name__}"))
         s.events.extend(events)
-        if self.auto_start and self.pause_ms <= 0 and ready_for_next_hand(table):
+        if self.auto_start and self.pause_ms <= 0 and table.next_hand_due():
             s.events.extend(self._start_hand(table_id, table, s))
         return None
 
@@ -373,7 +336,7 @@ class CommandHandler:
                     self.drop(table_id)
                 else:
                     self._remember(table_id, s.table)
-                due = self.auto_start and self.pause_ms > 0 and not s.dirty and ready_for_next_hand(s.table)
+                due = self.auto_start and self.pause_ms > 0 and not s.dirty and s.table.next_hand_due()
                 outcome = Outcome(Reply(ok=True, version=s.table.version), start_due=due)
                 break
             result.append(outcome)                   # type: ignore[arg-type]

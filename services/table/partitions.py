@@ -1,31 +1,10 @@
 """Partition leases: which table-service instance serves which partitions.
 
 A table's partition is :func:`..wire.partitioning.partition_of`; its store is
-:func:`..store.layout.store_of_table`.
-
-One owner per partition: leases in a JetStream KV bucket
-    Bucket ``studroom_leases`` (memory storage, history 1, ``max_age`` = the lease
-    TTL, 3 s by default). Keys:
-
-    ``p.<partition>`` = owner's instance id
-        Claimed with ``create`` (only if absent), renewed every TTL/3 with a
-        revision-checked ``update`` (fails if anyone else wrote the key since), given
-        back with a revision-checked ``delete``. A key that is not renewed expires
-        TTL after its last write (the server's clock): after a SIGKILL the others take
-        over within TTL + one heartbeat (3-4.5 s with the defaults; the integration
-        test measures the first command through after about 3.6 s).
-    ``i.<instance>`` = ``{"at": <ms>}``
-        Every live instance re-announces itself each heartbeat; the live instances
-        (the keys present) give the fair share ``ceil(partitions / instances)``.
-        An instance claims free partitions up to its share and gives back what it holds
-        beyond it (a joining instance gets its share within a heartbeat or two).
-
-    Local guard: an owner also stops serving a partition when it has not renewed the
-    lease for 0.8 TTL (counted from the moment it *sent* the last successful renewal,
-    so it stops before the server lets the key expire). Two instances can therefore
-    serve one partition at the same time only while an instance is stuck without
-    running its event loop; then the event store's optimistic concurrency (expected
-    versions) refuses the stale writer, which reloads and retries.
+:func:`..store.layout.store_of_table`.  One owner per partition: a lease key per
+partition in a JetStream KV bucket (TTL 3 s by default), claimed, renewed each TTL/3
+and given back with revision checks; every live instance announces itself, and each
+holds its fair share.  Keys, timings and the local guard: docs/design/table-service.md.
 """
 
 from __future__ import annotations

@@ -14,17 +14,10 @@ import pytest
 from eventsourcing.persistence import InfrastructureFactory
 from eventsourcing.utils import Environment
 from psycopg import sql
-from studroom.services.store.event_store import (
-    EventStore,
-    InMemoryEventStore,
-    MsgspecMapper,
-    Notification,
-    PostgresEventStore,
-    VersionConflict,
-    ensure_schema,
-    eventsourcing_env,
-    register_event_types,
-)
+from studroom.services.store.codec import MsgspecMapper, register_event_types
+from studroom.services.store.memory import InMemoryEventStore
+from studroom.services.store.port import EventStore, Notification, VersionConflict
+from studroom.services.store.postgres import PostgresEventStore, ensure_schema, eventsourcing_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

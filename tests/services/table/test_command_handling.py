@@ -11,15 +11,17 @@ import msgspec
 import pytest
 from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown, SitOut, StartHand
 from studroom.domain.config import Stakes, TableConfig
+from studroom.domain.errors import ALREADY_OPEN, DUPLICATE_COMMAND, NOT_YOUR_TURN, SEAT_TAKEN
 from studroom.domain.events import ChipsBought, HandStarted, TableOpened, TurnStarted
 from studroom.domain.table import Table
 from studroom.services.wire import protocol
-from studroom.services.table.command_handling import CommandHandler, decode_request, ready_for_next_hand
-from studroom.services.store.event_store import InMemoryEventStore, VersionConflict
+from studroom.services.table.command_handling import CommandHandler, decode_request
+from studroom.services.store.memory import InMemoryEventStore
+from studroom.services.store.port import VersionConflict
 from studroom.services.store.layout import store_of_table
 from studroom.services.table.partitions import spread
 from studroom.services.wire.partitioning import fnv1a_32, partition_of
-from studroom.services.table.service import StoreWorker
+from studroom.services.table.worker import StoreWorker
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
 NOW = 1_700_000_000_000
@@ -162,19 +164,19 @@ def test_pause_between_hands_leaves_the_start_to_the_caller(store: CountingStore
     assert replayed(store, "t1").hand is not None
 
 
-def test_ready_for_next_hand_needs_two_players_in_with_chips(store: CountingStore) -> None:
+def test_R5_next_hand_due_on_tables_replayed_from_the_store(store: CountingStore) -> None:
     handler = CommandHandler(store, clock=clock, seed=seeded, auto_start=False)
     open_table(handler, "t1")
     table = replayed(store, "t1")
-    assert ready_for_next_hand(table)
+    assert table.next_hand_due()
     handler.handle("t1", SitOut(seat=1))
-    assert not ready_for_next_hand(replayed(store, "t1"))
+    assert not replayed(store, "t1").next_hand_due()
     live = TableConfig(game="seven_card_stud", stakes=CONFIG.stakes, auto_deal=False)
     handler.handle("t2", OpenTable(table_id="t2", config=live))
     for seat in range(2):
         handler.handle("t2", SitDown(seat=seat, player=f"p{seat}"))
         handler.handle("t2", BuyIn(seat=seat, amount=500))
-    assert not ready_for_next_hand(replayed(store, "t2"))      # a live dealer's table
+    assert not replayed(store, "t2").next_hand_due()      # a live dealer's table
 
 
 # ------------------------------------------------------------------ refusals
@@ -191,23 +193,23 @@ def test_errors_have_clear_codes_and_change_nothing(store: CountingStore, handle
     length = store.max_notification_id()
     appends = len(store.appends)
     wrong = next(s for s in table.hand.players if s != to_act(table))
-    assert refused(handler.handle("t1", Act(seat=wrong, action="call"))) == "not_your_turn"
-    assert refused(handler.handle("nope", Act(seat=0, action="call"))) == "unknown_table"
-    assert refused(handler.handle("t1", b"{not json")) == "bad_request"
-    assert refused(handler.handle("t1", b'{"type": "Dance", "seat": 1}')) == "bad_request"
-    assert refused(handler.handle("t1", b'{"type": "Act", "seat": "x", "action": "call"}')) == "bad_request"
-    assert refused(handler.handle("bad.id", b'{"type": "Act", "seat": 1, "action": "call"}')) == "bad_request"
+    assert refused(handler.handle("t1", Act(seat=wrong, action="call"))) == NOT_YOUR_TURN
+    assert refused(handler.handle("nope", Act(seat=0, action="call"))) == protocol.UNKNOWN_TABLE
+    assert refused(handler.handle("t1", b"{not json")) == protocol.BAD_REQUEST
+    assert refused(handler.handle("t1", b'{"type": "Dance", "seat": 1}')) == protocol.BAD_REQUEST
+    assert refused(handler.handle("t1", b'{"type": "Act", "seat": "x", "action": "call"}')) == protocol.BAD_REQUEST
+    assert refused(handler.handle("bad.id", b'{"type": "Act", "seat": 1, "action": "call"}')) == protocol.BAD_REQUEST
     other = protocol.encode_command(OpenTable(table_id="t9", config=CONFIG))
-    assert refused(handler.handle("t1", other)) == "bad_request"          # names another table
-    assert refused(handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))) == "already_open"
+    assert refused(handler.handle("t1", other)) == protocol.BAD_REQUEST          # names another table
+    assert refused(handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))) == ALREADY_OPEN
     assert store.max_notification_id() == length and len(store.appends) == appends
     assert "nope" not in handler.cache                                    # unknown: not cached
     # a command id carried out once is refused when replayed
     act = Act(seat=to_act(table), action="bring_in", command_id="c-1")
     assert handler.handle("t1", act).ok
     length = store.max_notification_id()
-    assert refused(handler.handle("t1", act)) == "duplicate_command"
-    assert refused(handler.handle("t1", protocol.encode_command(act))) == "duplicate_command"
+    assert refused(handler.handle("t1", act)) == DUPLICATE_COMMAND
+    assert refused(handler.handle("t1", protocol.encode_command(act))) == DUPLICATE_COMMAND
     assert store.max_notification_id() == length
     assert handler.stats.refused == 10
 
@@ -230,13 +232,13 @@ def test_unexpected_exception_answers_internal_and_drops_the_table(
 
     with monkeypatch.context() as m:
         m.setattr(Table, "execute", boom)
-        assert refused(handler.handle("t1", Act(seat=to_act(table), action="bring_in"))) == "internal"
+        assert refused(handler.handle("t1", Act(seat=to_act(table), action="bring_in"))) == protocol.INTERNAL
     assert "t1" not in handler.cache and store.max_notification_id() == length
     assert handler.handle("t1", Act(seat=to_act(table), action="bring_in")).ok   # reloaded, fine
     # the store failing: internal, nothing cached that the store does not have
     store.fail_next = RuntimeError("database down")
     table = replayed(store, "t1")
-    assert refused(handler.handle("t1", Act(seat=to_act(table), action="call"))) == "internal"
+    assert refused(handler.handle("t1", Act(seat=to_act(table), action="call"))) == protocol.INTERNAL
     assert "t1" not in handler.cache
     assert handler.handle("t1", Act(seat=to_act(table), action="call")).ok
 
@@ -274,7 +276,7 @@ def test_conflict_twice_answers_conflict(store: CountingStore) -> None:
 
     store.before_append = sneak_in
     length = store.max_notification_id()
-    assert refused(a.handle("t1", SitDown(seat=6, player="y"))) == "conflict"
+    assert refused(a.handle("t1", SitDown(seat=6, player="y"))) == protocol.CONFLICT
     store.before_append = None
     assert 6 not in replayed(store, "t1").seats
     assert store.max_notification_id() > length      # only the other writer's events
@@ -351,7 +353,7 @@ def test_the_worker_groups_concurrent_commands_and_serialises_a_table() -> None:
 
     replies = asyncio.run(main())
     assert [r.ok for r in replies] == [True, False, True] * len(tables)
-    assert [r.error.code for r in replies if not r.ok] == ["seat_taken"] * len(tables)
+    assert [r.error.code for r in replies if not r.ok] == [SEAT_TAKEN] * len(tables)
     assert len(store.appends) - before <= 4          # 16 writes, about 2 commits
     for t in tables:
         assert replayed(store, t).seats[3].player == f"{t}-a"

@@ -23,24 +23,29 @@ import psycopg
 import pytest
 from psycopg import sql
 from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown
+from studroom.domain.errors import DUPLICATE_COMMAND, NOT_YOUR_TURN
 from studroom.domain.events import TableEvent
 from studroom.domain.table import Table
+from studroom.projections.ledger.conservation import check_table
 from studroom.services.wire import protocol
 from studroom.services.wire import subjects
 from studroom.services.players.client import TableClient
 from studroom.services.table.command_handling import CommandHandler
-from studroom.services.runtime.embedded import EmbeddedNats, free_port, nats_server_binary
-from studroom.services.store.event_store import InMemoryEventStore, PostgresEventStore, register_event_types
+from studroom.services.runtime.embedded_nats import EmbeddedNats, nats_server_binary
+from studroom.services.runtime.server_process import free_port
+from studroom.services.store.codec import register_event_types
+from studroom.services.store.memory import InMemoryEventStore
+from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.store.layout import store_of_table, store_schema
 from studroom.services.table.partitions import LEASE_BUCKET, lease_owners
 from studroom.services.wire.partitioning import partition_of
-from studroom.services.bench.table import TableDriver, chip_check, table_config
 from studroom.services.table.service import TableService
+from table_driver import TableDriver, table_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 register_event_types(TableEvent)
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _id() -> str:
@@ -94,8 +99,8 @@ async def drive(drivers: list[TableDriver], commands: int) -> None:
 def assert_tables_sound(stores: list[PostgresEventStore], drivers: list[TableDriver]) -> None:
     for driver in drivers:
         events = stores[store_of_table(driver.table_id, len(stores))].load(driver.table_id)
-        ok, why = chip_check(events)
-        assert ok, f"{driver.table_id}: {why}"
+        chips = check_table(driver.table_id, events)
+        assert chips.conserved, chips.bad or chips.summary()
         table = Table.replay(events)
         assert table.version == len(events) and table.hand_no > 0, driver.table_id
         ids = [e.command_id for e in events if e.command_id is not None]
@@ -205,21 +210,21 @@ def test_bad_commands_get_clear_errors_and_change_nothing(
             assert not reply.ok and reply.error is not None and reply.error.message
             return reply.error.code
 
-        assert await code(b"\x00not json") == "bad_request"
-        assert await code(b'{"type": "Act", "seat": 0}') == "bad_request"
-        assert await code(protocol.encode_command(Act(seat=0, action="call")), f"ghost{_id()}") == "unknown_table"
+        assert await code(b"\x00not json") == protocol.BAD_REQUEST
+        assert await code(b'{"type": "Act", "seat": 0}') == protocol.BAD_REQUEST
+        assert await code(protocol.encode_command(Act(seat=0, action="call")), f"ghost{_id()}") == protocol.UNKNOWN_TABLE
         seat = driver.mirror.hand.to_act
         other = next(s for s in driver.mirror.hand.players if s != seat)
         reply = await client.send(table_id, Act(seat=other, action="call"))
-        assert reply.error is not None and reply.error.code == "not_your_turn"
+        assert reply.error is not None and reply.error.code == NOT_YOUR_TURN
         assert len(store.load(table_id)) == length
         act = Act(seat=seat, action="bring_in", command_id=f"cmd-{_id()}")
         first = await client.send(table_id, act)
         assert first.ok and first.version > length
         length = len(store.load(table_id))
         again = await client.send(table_id, act)
-        assert again.error is not None and again.error.code == "duplicate_command"
-        assert await code(protocol.encode_command(act)) == "duplicate_command"
+        assert again.error is not None and again.error.code == DUPLICATE_COMMAND
+        assert await code(protocol.encode_command(act)) == DUPLICATE_COMMAND
         assert len(store.load(table_id)) == length
         await service.close()
         await nc.close()
@@ -251,7 +256,7 @@ def test_two_writers_on_the_same_tables_never_corrupt_them(
         client = TableClient(client_nc)
         # the loser's retry may answer first: "duplicate_command" (carried out by the other)
         drivers = [TableDriver(client, reader, f"dbl{_id()}{k}", players=3, rng=random.Random(k),
-                               tolerate=frozenset({"duplicate_command"})) for k in range(3)]
+                               tolerate=frozenset({DUPLICATE_COMMAND})) for k in range(3)]
         for d in drivers:
             await d.setup()
         await drive(drivers, 240)
@@ -518,7 +523,7 @@ def test_deploy_nats_config_maps_partitions_and_fences_players(private_dir: Path
         wrong = (partition_of("deploy1") + 1) % subjects.PARTITIONS
         sitting = protocol.encode_command(SitDown(seat=0, player="alice"))
         msg = await alice.request(f"studroom.pcmd.{wrong}.deploy1", sitting, timeout=2)
-        assert protocol.decode_reply(msg.data).error.code == "bad_request"
+        assert protocol.decode_reply(msg.data).error.code == protocol.BAD_REQUEST
         msg = await alice.request(f"studroom.pcmd.{partition_of('deploy1')}.deploy1", sitting, timeout=2)
         assert protocol.decode_reply(msg.data).ok
         await service.close()

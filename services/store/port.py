@@ -1,0 +1,87 @@
+"""The event store port: what the services depend on.
+
+A stream is one table's events, named by the table id; a stream's n-th event has
+version n.  ``append`` writes a whole batch of streams in one transaction, or refuses
+all of it with :class:`VersionConflict`; every stored event also gets a notification
+id, in commit order across the store (the relay's outbox).  The adapters are
+:mod:`.postgres` and :mod:`.memory`; see docs/design/event-store.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+Batch = Sequence[tuple[str, int, Sequence[Any]]]
+"""``[(stream_id, expected_version_before, [event, ...]), ...]``."""
+
+
+class VersionConflict(Exception):
+    """Another writer appended to ``stream_id`` first; nothing of the batch was written.
+
+    ``stream_ids`` lists every conflicting stream of the batch found (at least one).
+    """
+
+    def __init__(self, stream_id: str, stream_ids: Sequence[str] = ()) -> None:
+        super().__init__(f"version conflict on stream {stream_id!r}")
+        self.stream_id = stream_id
+        self.stream_ids = tuple(stream_ids) or (stream_id,)
+
+
+class Notification(msgspec.Struct, frozen=True):
+    """One entry of a store's notification log."""
+
+    id: int
+    stream_id: str
+    version: int
+    event: Any
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """The port. Implemented by ``PostgresEventStore`` and ``InMemoryEventStore``."""
+
+    def append(self, batch: Batch) -> None:
+        """Write all tuples of the batch in one transaction, or raise VersionConflict."""
+        ...
+
+    def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
+        """The stream's events with version > after_version, in order."""
+        ...
+
+    def read_notifications(self, start: int, limit: int) -> list[Notification]:
+        """Up to ``limit`` notifications with id >= start, in id order."""
+        ...
+
+    def max_notification_id(self) -> int:
+        """The highest notification id, 0 if the store is empty."""
+        ...
+
+
+def check_batch(batch: Batch) -> None:
+    """Refuse a malformed batch before anything is written (both adapters)."""
+    for stream_id, expected, events in batch:
+        if not isinstance(stream_id, str) or not stream_id:
+            raise ValueError(f"stream id must be a non-empty string: {stream_id!r}")
+        if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+            msg = f"expected version of {stream_id!r} must be an int >= 0: {expected!r}"
+            raise ValueError(msg)
+        if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
+            raise TypeError(f"events of {stream_id!r} must be a list: {events!r}")
+
+
+def conflicting(batch: Batch, exists: Callable[[str, int], bool]) -> list[str]:
+    """Streams of the batch whose new versions are taken, by the store (``exists``)
+    or by an earlier tuple of the same batch."""
+    found: list[str] = []
+    in_batch: dict[str, set[int]] = {}
+    for stream_id, expected, events in batch:
+        versions = range(expected + 1, expected + len(events) + 1)
+        seen = in_batch.setdefault(stream_id, set())
+        taken = any(v in seen or exists(stream_id, v) for v in versions)
+        if taken and stream_id not in found:
+            found.append(stream_id)
+        seen.update(versions)
+    return found

@@ -1,0 +1,291 @@
+"""The event store in PostgreSQL, through eventsourcing's recorder (psycopg 3).
+
+One store is one (schema, table): its own notification log and its own table lock.
+Rows are eventsourcing's own (text originator ids); a batch is written by one call of
+a PL/pgSQL function created beside the table, ``{schema}.{table}_append``.  How and
+why (the table lock, the function, threads, several stores) is in
+docs/design/event-store.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Self
+
+import psycopg
+from eventsourcing.persistence import IntegrityError, InterfaceError, OperationalError
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from eventsourcing.utils import get_topic, retry
+from psycopg import sql
+from psycopg.rows import tuple_row
+
+from .codec import MsgspecMapper, NullTranscoder
+from .port import Batch, Notification, VersionConflict, check_batch, conflicting
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+DEFAULT_SCHEMA = "studroom"
+DEFAULT_TABLE = "events"
+_DDL_LOCK_KEY = 0x5354_5544_524F_4F4D  # "STUDROOM": serialises schema/table creation
+
+
+def _connection_params(database_url: str) -> dict[str, Any]:
+    params: dict[str, Any] = psycopg.conninfo.conninfo_to_dict(database_url)
+    params.setdefault("host", "localhost")
+    params.setdefault("port", "5432")
+    params.setdefault("user", "postgres")
+    params.setdefault("dbname", params["user"])
+    params.setdefault("password", "")
+    return params
+
+
+@contextlib.contextmanager
+def _ddl_lock(database_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A connection holding the advisory lock that serialises schema changes (several
+    processes may create the same store at once)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_DDL_LOCK_KEY,))
+        try:
+            yield conn
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_DDL_LOCK_KEY,))
+
+
+def ensure_schema(database_url: str, schema: str) -> None:
+    """Create ``schema`` if missing (safe when several processes do it at once)."""
+    with _ddl_lock(database_url) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+
+
+def eventsourcing_env(
+    database_url: str,
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    originator_id_type: str = "text",
+    **extra: str,
+) -> dict[str, str]:
+    """eventsourcing settings (an Application's ``env``) for this database and schema,
+    with the msgspec mapper and the null transcoder. Create the schema first
+    (``ensure_schema``)."""
+    params = _connection_params(database_url)
+    return {
+        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "POSTGRES_DBNAME": str(params["dbname"]),
+        "POSTGRES_HOST": str(params["host"]),
+        "POSTGRES_PORT": str(params["port"]),
+        "POSTGRES_USER": str(params["user"]),
+        "POSTGRES_PASSWORD": str(params["password"]),
+        "POSTGRES_SCHEMA": schema,
+        "ORIGINATOR_ID_TYPE": originator_id_type,
+        "MAPPER_TOPIC": get_topic(MsgspecMapper),
+        "TRANSCODER_TOPIC": get_topic(NullTranscoder),
+        **extra,
+    }
+
+
+def _notifications(rows: list[Any], mapper: MsgspecMapper) -> list[Notification]:
+    """Notifications from ``(id, stream, version, topic, state)`` rows."""
+    decode = mapper.decode
+    return [
+        Notification(id=n, stream_id=stream_id, version=version, event=decode(topic, bytes(state)))
+        for n, stream_id, version, topic, state in rows
+    ]
+
+
+class PostgresEventStore:
+    """The event store in table ``schema.table`` of a PostgreSQL database, through
+    eventsourcing's ``PostgresApplicationRecorder`` (psycopg 3).
+
+    The schema, table and append function are created when missing
+    (``create_table=True``). Thread-safe: a pool of ``pool_size`` + ``max_overflow``
+    connections; call it from a thread pool of about that size.
+    """
+
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        table: str = DEFAULT_TABLE,
+        pool_size: int = 4,
+        max_overflow: int = 4,
+        lock_timeout: int = 0,
+        connect_timeout: float = 10.0,
+        mapper: MsgspecMapper | None = None,
+        create_table: bool = True,
+    ) -> None:
+        params = _connection_params(database_url)
+        self.name = f"{schema}.{table}"
+        self.schema = schema
+        self.table = table
+        self.mapper = mapper or MsgspecMapper()
+        if create_table:
+            ensure_schema(database_url, schema)
+        self.datastore = PostgresDatastore(
+            dbname=params.pop("dbname"),
+            host=params.pop("host"),
+            port=params.pop("port"),
+            user=params.pop("user"),
+            password=params.pop("password"),
+            schema=schema,
+            originator_id_type="text",
+            pool_size=pool_size,
+            max_overflow=max_overflow,
+            lock_timeout=lock_timeout,
+            connect_timeout=connect_timeout,
+            idle_in_transaction_session_timeout=5,
+        )
+        # Other connection parameters of the URL (sslmode, application_name, ...).
+        if params and isinstance(self.datastore.pool.kwargs, dict):
+            self.datastore.pool.kwargs.update(params)
+        self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=table)
+        if create_table:
+            with _ddl_lock(database_url):
+                self.recorder.create_table()
+        self._append_function = sql.Identifier(schema, f"{table}_append")
+        self._append_statement = sql.SQL(
+            "SELECT {}(%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text)"
+        ).format(self._append_function)
+        self._lock_timeout = f"{int(lock_timeout)}s"
+        if create_table:
+            self._create_append_function(database_url)
+        self._database_url = database_url
+        self._notifications_statement = sql.SQL(
+            "SELECT notification_id, originator_id, originator_version, topic, state "
+            "FROM {}.{} WHERE notification_id >= %s ORDER BY notification_id LIMIT %s"
+        ).format(sql.Identifier(schema), sql.Identifier(table))
+        self._lengths_statement = sql.SQL(
+            "SELECT originator_id, max(originator_version) AS version "
+            "FROM {}.{} WHERE originator_id = ANY(%s) GROUP BY originator_id"
+        ).format(sql.Identifier(schema), sql.Identifier(table))
+
+    def append(self, batch: Batch) -> None:
+        check_batch(batch)
+        ids: list[str] = []
+        versions: list[int] = []
+        topics: list[str] = []
+        states: list[bytes] = []
+        encode = self.mapper.encode
+        for stream_id, expected, events in batch:
+            for version, event in enumerate(events, start=expected + 1):
+                topic, state = encode(event)
+                ids.append(stream_id)
+                versions.append(version)
+                topics.append(topic)
+                states.append(state)
+        if not ids:
+            return
+        try:
+            self._insert(ids, versions, topics, states)
+        except IntegrityError as error:
+            lengths = self._stored_lengths(batch)
+            conflicts = conflicting(batch, lambda s, v: v <= lengths.get(s, 0))
+            raise VersionConflict(conflicts[0] if conflicts else batch[0][0], conflicts) from error
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def _insert(self, ids: list[str], versions: list[int], topics: list[str], states: list[bytes]) -> None:
+        """One call of the append function (the retries are eventsourcing's own for
+        ``insert_events``: a broken pooled connection is replaced)."""
+        with self.datastore.get_connection() as conn:
+            conn.execute(self._append_statement, (ids, versions, topics, states, self._lock_timeout),
+                         prepare=True)
+
+    def _create_append_function(self, database_url: str) -> None:
+        """``{schema}.{table}_append``: eventsourcing's insert (lock, notify, insert)
+        as one function, so that a batch is one statement."""
+        events = sql.Identifier(self.schema, self.table)
+        body = sql.SQL(
+            "CREATE OR REPLACE FUNCTION {function}("
+            "ids text[], versions bigint[], topics text[], states bytea[], wait text) "
+            "RETURNS void LANGUAGE plpgsql AS $body$ "
+            "BEGIN "
+            "PERFORM set_config('lock_timeout', wait, true); "
+            "LOCK TABLE {events} IN EXCLUSIVE MODE; "
+            "NOTIFY {channel}; "
+            "INSERT INTO {events} (originator_id, originator_version, topic, state) "
+            "SELECT * FROM unnest(ids, versions, topics, states); "
+            "END; $body$"
+        ).format(
+            function=self._append_function,
+            events=events,
+            channel=sql.Identifier(self.recorder.channel_name),
+        )
+        with _ddl_lock(database_url) as conn:
+            conn.execute(body)
+
+    def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
+        rows = self.recorder.select_events(stream_id, gt=after_version or None)
+        decode = self.mapper.decode
+        return [decode(row.topic, row.state) for row in rows]
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def read_notifications(self, start: int, limit: int) -> list[Notification]:
+        """The relay's read: a prepared statement and plain tuples (eventsourcing's
+        ``select_notifications`` composes its SQL and builds two objects per row)."""
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            rows = cursor.execute(self._notifications_statement, (start, limit), prepare=True).fetchall()
+        return _notifications(rows, self.mapper)
+
+    def max_notification_id(self) -> int:
+        return self.recorder.max_notification_id() or 0
+
+    def notification_reader(self) -> NotificationReader:
+        """An asyncio reader of the notification log on a connection of its own."""
+        return NotificationReader(self._database_url, self._notifications_statement, self.mapper)
+
+    def close(self) -> None:
+        self.datastore.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresEventStore({self.name!r})"
+
+    def _stored_lengths(self, batch: Batch) -> dict[str, int]:
+        streams = sorted({stream_id for stream_id, _, _ in batch})
+        with self.datastore.get_connection() as conn:
+            rows = conn.execute(self._lengths_statement, (streams,)).fetchall()
+        return {row["originator_id"]: row["version"] for row in rows}
+
+
+class NotificationReader:
+    """``read_notifications`` for asyncio code (the relay), on one psycopg
+    ``AsyncConnection``: no worker thread, so no thread hand-off and no GIL
+    contention for each of the many small reads a relay makes under live load. The
+    connection is opened on first use and dropped after an error (the next read
+    opens a new one)."""
+
+    def __init__(self, database_url: str, statement: sql.Composable, mapper: MsgspecMapper) -> None:
+        self._url = database_url
+        self._statement = statement
+        self._mapper = mapper
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+
+    async def read(self, start: int, limit: int) -> list[Notification]:
+        """Up to ``limit`` notifications with id >= start, in id order."""
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+            cursor = await self._conn.execute(self._statement, (start, limit), prepare=True)
+            rows = await cursor.fetchall()
+        except BaseException:
+            await self.close()
+            raise
+        return _notifications(rows, self._mapper)
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None and not conn.closed:
+            with contextlib.suppress(Exception):
+                await conn.close()
