@@ -8,9 +8,10 @@ Every process of the room (``studroom serve table|relay|timer|bot``) is a
 - ``async serve(args, settings, stop)``: build the adapters (the composition root),
   run until ``stop`` is set, clean up.
 
-``run`` sets ``stop`` on SIGTERM or SIGINT, and turns the outcome into an exit code
-that systemd understands: 0 after a clean stop, 1 when ``serve`` failed (a fatal
-error: systemd restarts the unit), 2 for a usage error (``SystemExit`` with a message).
+``run`` sets ``stop`` on SIGTERM or SIGINT (``stop_on_signals``, which the room uses
+too), and turns the outcome into an exit code that systemd understands: 0 after a
+clean stop, 1 when ``serve`` failed (a fatal error: systemd restarts the unit), 2 for
+a usage error (``SystemExit`` with a message).
 """
 
 from __future__ import annotations
@@ -18,18 +19,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from .settings import Settings
+from .settings import Settings, log_level_from_env
 
 log = logging.getLogger("studroom")
 
 LOG_FORMAT = "%(asctime)s %(name)s %(levelname)s %(message)s"
-LOG_LEVEL_VAR = "STUDROOM_LOG_LEVEL"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -46,7 +45,7 @@ class Bootstrap(Protocol):
 def add_arguments(parser: argparse.ArgumentParser, bootstrap: Bootstrap) -> None:
     """The process's own options, then the ones every process has."""
     bootstrap.add_arguments(parser)
-    parser.add_argument("--log-level", default=os.environ.get(LOG_LEVEL_VAR, "INFO"),
+    parser.add_argument("--log-level", default=log_level_from_env(),
                         choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
                         help="log level (default INFO, or STUDROOM_LOG_LEVEL)")
 

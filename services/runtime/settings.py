@@ -11,6 +11,9 @@
 ``STUDROOM_DATA_DIR``
     Folder of the embedded servers' data and logs. Default: ``.studroom`` in the
     current directory. Starting again on the same folder keeps the data.
+``STUDROOM_LOG_LEVEL``
+    The log level of the service processes when ``--log-level`` is not given
+    (DEBUG, INFO, WARNING or ERROR). Default: INFO.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from pathlib import Path
 NATS_URL_VAR = "STUDROOM_NATS_URL"
 DATABASE_URL_VAR = "STUDROOM_DATABASE_URL"
 DATA_DIR_VAR = "STUDROOM_DATA_DIR"
+LOG_LEVEL_VAR = "STUDROOM_LOG_LEVEL"
 DEFAULT_DATA_DIR = ".studroom"
+DEFAULT_LOG_LEVEL = "INFO"
 
 _NATS_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -80,3 +85,9 @@ class Settings:
     @property
     def embedded_postgres(self) -> bool:
         return self.database_url is None
+
+
+def log_level_from_env(env: Mapping[str, str] | None = None) -> str:
+    """The processes' default log level (``STUDROOM_LOG_LEVEL``, else INFO)."""
+    env = os.environ if env is None else env
+    return env.get(LOG_LEVEL_VAR, "").strip() or DEFAULT_LOG_LEVEL

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.settings import Settings, log_level_from_env
 
 
 def test_settings_from_env(tmp_path: Path) -> None:
@@ -50,3 +50,8 @@ def test_a_child_process_reads_the_same_settings(tmp_path: Path) -> None:
     embedded = Settings(data_dir=tmp_path).to_env(env)
     assert "STUDROOM_NATS_URL" not in embedded and "STUDROOM_DATABASE_URL" not in embedded
     assert Settings.from_env(embedded) == Settings(data_dir=tmp_path)
+
+
+def test_the_log_level_comes_from_the_environment_or_is_info() -> None:
+    assert log_level_from_env({}) == "INFO"
+    assert log_level_from_env({"STUDROOM_LOG_LEVEL": "warning "}) == "warning"
