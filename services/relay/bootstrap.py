@@ -21,7 +21,7 @@ from ..wire import subjects
 from .config import RelayConfig
 
 if TYPE_CHECKING:
-    from ..store.event_store import PostgresEventStore
+    from ..store.postgres import PostgresEventStore
     from .relay import Relay
 
 HELP = "the relay: stored events -> JetStream, public and private views, exactly once"
@@ -98,7 +98,7 @@ async def serve_relay(
 
 async def _open_store(database_url: str, schema: str, config: RelayConfig, stop: asyncio.Event) -> PostgresEventStore:
     """Open a store, retrying with backoff until PostgreSQL answers (or ``stop``)."""
-    from ..store.event_store import PostgresEventStore
+    from ..store.postgres import PostgresEventStore
     from .bus import pause
 
     backoff = config.backoff_initial

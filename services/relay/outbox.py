@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 from studroom.domain import views
-from ..store.event_store import Notification
+from ..store.port import Notification
 from ..wire import subjects
 from .errors import RelayError
 from .seat_book import SeatBook

@@ -14,7 +14,8 @@ from studroom.domain.table import Table
 from studroom.services.relay.errors import RelayError
 from studroom.services.relay.outbox import Outbox
 from studroom.services.relay.seat_book import SeatBook
-from studroom.services.store.event_store import InMemoryEventStore, Notification
+from studroom.services.store.memory import InMemoryEventStore
+from studroom.services.store.port import Notification
 from studroom.services.wire import subjects
 
 STORE = "studroom_p7"

@@ -40,7 +40,7 @@ from studroom.domain import simulate
 from studroom.services.wire import subjects
 from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.embedded_nats import EmbeddedNats
-from studroom.services.store.event_store import PostgresEventStore
+from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.relay.bootstrap import serve_relay
 from studroom.services.relay.config import RelayConfig
 from studroom.services.relay.relay import Relay

@@ -42,7 +42,7 @@ from studroom.domain.events import (
 from studroom.domain.table import Table
 from studroom.domain import simulate
 from studroom.services.wire import subjects
-from studroom.services.store.event_store import InMemoryEventStore
+from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.relay.errors import RelayError
 from studroom.services.relay.outbox import Outbox, Outgoing
 
