@@ -1,30 +1,14 @@
-"""How fast does the room play? Bots over NATS, beside the machine's own ceiling.
+"""How fast does the room play?  Bots over NATS against 1 and 2 table services and 1
+and N stores, beside bare commits and NATS round trips measured in the same run (what
+each row means: docs/design/benchmarks.md).
 
     studroom bench room [--seconds N] [--tables K] [--bots-per-table B] [--stores-n N]
-
-Against ``STUDROOM_NATS_URL`` / ``STUDROOM_DATABASE_URL`` if set, else embedded
-servers in a temporary folder (default server settings: fsync and synchronous
-commit on), removed afterwards.
-
-Baseline, measured in the same run on the same servers:
-
-* bare commits/s: single-row ``INSERT`` commits per second over psycopg, one
-  connection, autocommit (what one event store could do if a command were a row);
-* bare NATS round trips/s: request/reply to a trivial responder, one requester,
-  one request at a time.
-
-Then, for 1 and 2 table-service instances and 1 and N event stores, K tables with
-instant bots (pace 0) play for N seconds: actions/s (accepted Act/Show/Muck/PostAnte),
-p50/p99 command latency measured in the bots (request -> reply), events stored per
-second, hands/s.  The goal from the issue: actions/s >= half the bare commit rate;
-p99 <= 20 ms.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import dataclasses
 import os
 import shutil
@@ -34,16 +18,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-import msgspec
-import psycopg
-from psycopg import sql
-from .. import room as room_mod
+from ..room.bots import Room
+from ..room.plans import TablePlan, plan_tables, table_ids
 from ..runtime.settings import Settings
-from ..runtime.stats import percentile
+from ..runtime.supervisor import Services, child_env
 from ..store.inspect import events_stored
 from ..store.layout import store_schemas
+from .baselines import bare_commits_per_second, bare_nats_round_trips
+from .cpu_time import CpuMeter
 
 
 @dataclass
@@ -74,121 +58,11 @@ class Row:
         return self.hands / self.seconds if self.seconds else 0.0
 
 
-# ------------------------------------------------------------------------- baselines
-
-
-def bare_commits_per_second(database_url: str, seconds: float) -> float:
-    """Single-row INSERT commits per second, one psycopg connection, autocommit."""
-    table = f"bench_bare_{uuid.uuid4().hex[:8]}"
-    payload = msgspec.json.encode({"type": "Acted", "seat": 3, "action": "call", "amount": 20})
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        name = sql.Identifier(table)
-        conn.execute(sql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, data bytea)").format(name))
-        insert = sql.SQL("INSERT INTO {} (data) VALUES (%s)").format(name)
-        try:
-            for _ in range(20):                     # warm up
-                conn.execute(insert, (payload,), prepare=True)
-            done, started = 0, time.perf_counter()
-            while (elapsed := time.perf_counter() - started) < seconds:
-                for _ in range(10):
-                    conn.execute(insert, (payload,), prepare=True)
-                done += 10
-            return done / elapsed
-        finally:
-            conn.execute(sql.SQL("DROP TABLE {}").format(name))
-
-
-async def bare_nats_round_trips(nats_url: str, seconds: float) -> float:
-    """Request/reply round trips per second to a trivial responder (one at a time)."""
-    import nats
-
-    server = await nats.connect(nats_url, name="studroom-bench-responder")
-    client = await nats.connect(nats_url, name="studroom-bench-requester")
-    subject = f"studroom.bench.echo.{uuid.uuid4().hex[:8]}"
-
-    async def echo(msg: Any) -> None:
-        await msg.respond(b'{"ok":true}')
-
-    await server.subscribe(subject, cb=echo)
-    await server.flush()
-    try:
-        body = b'{"type":"Act","seat":3,"action":"call"}'
-        for _ in range(50):
-            await client.request(subject, body, timeout=2)
-        done, started = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - started) < seconds:
-            for _ in range(50):
-                await client.request(subject, body, timeout=2)
-            done += 50
-        return done / elapsed
-    finally:
-        await client.close()
-        await server.close()
-
-
-# ----------------------------------------------------------------------- CPU time
-
-
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _proc_cpu(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    with contextlib.suppress(OSError):
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError, IndexError):
-                    if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                        found.append(int(entry.name))
-    return found
-
-
-def _pid_from(path: Path) -> int | None:
-    try:
-        return int(path.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class CpuMeter:
-    """CPU seconds used by each part of the room: table services, relay, the bots
-    (this process), and the embedded NATS and PostgreSQL (server + backends)."""
-
-    def __init__(self, services: room_mod.Services, data_dir: Path | None) -> None:
-        self.services = services
-        self.nats_pid = _pid_from(data_dir / "nats" / "nats.pid") if data_dir else None
-        self.pg_pid = _pid_from(data_dir / "postgres" / "pgdata" / "postmaster.pid") if data_dir else None
-
-    def sample(self) -> dict[str, float]:
-        out = {"table service": 0.0, "relay": 0.0}
-        for name, proc, _ in self.services.procs:
-            out["relay" if name.endswith("relay") else "table service"] += _proc_cpu(proc.pid)
-        out["bots"] = time.process_time()
-        if self.nats_pid:
-            out["nats"] = _proc_cpu(self.nats_pid)
-        if self.pg_pid:
-            out["postgres"] = sum(_proc_cpu(p) for p in [self.pg_pid, *_children(self.pg_pid)])
-        return out
-
-
-# ------------------------------------------------------------------------ the room
-
-
-async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan],
-                schemas: list[str], seconds: float, cpu: CpuMeter,
-                ) -> tuple[float, int, int, int, list[float], int, dict[str, float]]:
-    """Start the bots, then measure for ``seconds``: (elapsed, actions, hands, errors,
-    latencies, events stored, CPU seconds by part)."""
-    room = room_mod.Room(nats_url, plans, pace_ms=0, seed=1)
+async def _play(nats_url: str, database_url: str, plans: list[TablePlan],
+                schemas: list[str], seconds: float, cpu: CpuMeter, name: str, instances: int,
+                stores: int) -> Row:
+    """Start the bots, warm up for a second, then measure for ``seconds``."""
+    room = Room(nats_url, plans, pace_ms=0, seed=1)
     try:
         await room.start()
         stats = room.stats
@@ -201,11 +75,12 @@ async def _play(nats_url: str, database_url: str, plans: list[room_mod.TablePlan
         await asyncio.sleep(seconds)
         elapsed = time.perf_counter() - started
         cpu_after = cpu.sample()
-        result = (elapsed, stats.actions - actions, stats.hands - hands, stats.errors - errors,
-                  list(stats.latencies))
+        actions, hands, errors = stats.actions - actions, stats.hands - hands, stats.errors - errors
+        p50, p99 = stats.latency_percentile(50), stats.latency_percentile(99)
         after = await asyncio.to_thread(events_stored, database_url, schemas)
         used = {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}
-        return (*result, after - before, used)
+        return Row(name, instances, stores, elapsed, actions, hands, after - before, errors,
+                   p50, p99, [], used)
     finally:
         await room.stop()
 
@@ -214,27 +89,24 @@ def measure(nats_url: str, database_url: str, env: dict[str, str], log_dir: Path
             instances: int, stores: int, tables: int, bots_per_table: int, seconds: float,
             prefix: str, data_dir: Path | None = None) -> Row:
     schemas = store_schemas(stores)
-    ids = room_mod.table_ids(tables, prefix=prefix)
-    plans = room_mod.plan_tables(ids, bots_per_table, {})
-    services = room_mod.Services(env, log_dir, instances=instances, stores=stores, name=prefix)
-    services.start()
-    problems: list[str] = []
-    try:
-        cpu = CpuMeter(services, data_dir)
-        elapsed, actions, hands, errors, latencies, events, used = asyncio.run(
-            _play(nats_url, database_url, plans, schemas, seconds, cpu))
-        problems += services.dead()
-    finally:
-        problems += services.stop()
+    ids = table_ids(tables, prefix=prefix)
+    plans = plan_tables(ids, bots_per_table, {})
     name = f"{instances} service{'s' if instances > 1 else ''}, {stores} store{'s' if stores > 1 else ''}"
-    return Row(name, instances, stores, elapsed, actions, hands, events, errors,
-               percentile(latencies, 50), percentile(latencies, 99), problems,
-               used)
+    services = Services(env, log_dir, instances=instances, stores=stores, name=prefix)
+    services.start()
+    try:
+        row = asyncio.run(_play(nats_url, database_url, plans, schemas, seconds,
+                                CpuMeter(services, data_dir), name, instances, stores))
+        row.problems += services.dead()
+    finally:
+        problems = services.stop()
+    row.problems += problems
+    return row
 
 
 def bench(settings: Settings, *, seconds: float, tables: int, bots_per_table: int,
           stores_n: int, out: IO[str] = sys.stdout) -> list[Row]:
-    from ..runtime.embedded import servers
+    from ..runtime.servers import servers
 
     def say(text: str) -> None:
         out.write(text + "\n")
@@ -246,7 +118,7 @@ def bench(settings: Settings, *, seconds: float, tables: int, bots_per_table: in
         settings = dataclasses.replace(settings, data_dir=temporary)
     try:
         with servers(settings) as (nats_url, database_url):
-            env = room_mod.child_env(nats_url, database_url, settings.data_dir)
+            env = child_env(nats_url, database_url, settings.data_dir)
             log_dir = settings.data_dir / "logs" / "bench_room"
             say(f"bench room: {tables} tables x {bots_per_table} instant bots, {seconds:g} s per row")
             commit_rate = bare_commits_per_second(database_url, min(seconds, 5.0))

@@ -1,14 +1,8 @@
-"""How fast can one event store commit? Prints a few figures.
+"""How fast can one event store commit?  ``PostgresEventStore.append`` one event per
+call, 32 streams per call, and from 4 threads, beside bare INSERT commits measured in
+the same run (docs/design/benchmarks.md).
 
     studroom bench store [--seconds 3]
-
-Against ``STUDROOM_DATABASE_URL`` if set, else an embedded PostgreSQL in a
-temporary folder (default server settings: fsync and synchronous_commit on).
-
-1. bare single-row INSERT commits per second, psycopg, one connection, autocommit;
-2. ``PostgresEventStore.append`` with one event per call (one commit per event);
-3. ``append`` with 32 streams (one event each) per call (one commit per 32 events);
-4. the same as 2 from 4 threads (the events table lock serialises them).
 """
 
 from __future__ import annotations
@@ -27,8 +21,9 @@ import msgspec
 import psycopg
 from psycopg import sql
 from ..runtime.settings import Settings
-from ..runtime.embedded import EmbeddedPostgres
-from ..store.event_store import PostgresEventStore
+from ..runtime.embedded_postgres import EmbeddedPostgres
+from ..store.postgres import PostgresEventStore
+from .baselines import bare_commits_per_second
 
 
 class BenchEvent(msgspec.Struct, frozen=True, tag="bench"):
@@ -50,20 +45,7 @@ def bench(database_url: str, seconds: float) -> dict[str, float]:
     results: dict[str, float] = {}
     schema = f"bench_{uuid.uuid4().hex[:8]}"
 
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        table = sql.Identifier(schema + "_bare")
-        conn.execute(
-            sql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, data bytea)").format(table)
-        )
-        insert = sql.SQL("INSERT INTO {} (data) VALUES (%s)").format(table)
-        payload = msgspec.json.encode(BenchEvent(1, 5))
-
-        def bare() -> int:
-            conn.execute(insert, (payload,), prepare=True)
-            return 1
-
-        results["bare INSERT commits/s (1 connection)"] = _rate(bare, seconds)
-        conn.execute(sql.SQL("DROP TABLE {}").format(table))
+    results["bare INSERT commits/s (1 connection)"] = bare_commits_per_second(database_url, seconds)
 
     with PostgresEventStore(database_url, schema=schema, pool_size=8) as store:
         versions: dict[str, int] = {}
