@@ -181,6 +181,7 @@ class TurnStarted(Event, tag=True):
     deadline_ms: int
     to_call: int = 0
     options: list[str] = []
+    sizes: list[str] = []         # R12: ["small", "big"] when a bet or raise may be either
 
 
 class Acted(Event, tag=True):

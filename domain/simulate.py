@@ -30,9 +30,9 @@ def _cumulative(options: tuple[str, ...]) -> list[int]:
     return list(accumulate(WEIGHTS[o] for o in options))
 
 
-def choose(turn: TurnStarted, rng: random.Random, open_pair: bool = False) -> Command:
-    """A legal answer to a turn, as any client sees it (weighted towards calling).
-    ``open_pair``: the street allows a big bet (R12), so sometimes ask for one."""
+def choose(turn: TurnStarted, rng: random.Random) -> Command:
+    """A legal answer to a turn, as any client sees it (weighted towards calling; a bet
+    or raise is small or big at random where the turn offers both sizes, R12)."""
     seat, options = turn.seat, turn.options
     if seat is None:
         raise ValueError("the ante window is answered with PostAnte by seat")
@@ -44,7 +44,7 @@ def choose(turn: TurnStarted, rng: random.Random, open_pair: bool = False) -> Co
         return Show(seat=seat)
     if action == "muck":
         return Muck(seat=seat)
-    size = rng.choice(("small", "big")) if open_pair and action in ("bet", "raise") else None
+    size = rng.choice(("small", "big")) if turn.sizes and action in ("bet", "raise") else None
     return Act(seat=seat, action=action, size=size)
 
 
@@ -67,7 +67,7 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
         elif turn.kind == "ante":
             command = PostAnte(seat=next(s for s, p in hand.players.items() if not p.posted and not p.folded))
         else:
-            command = choose(turn, rng, hand.open_pair and not hand.big_made)
+            command = choose(turn, rng)
         try:
             new = table.execute(command)
         except DomainError as refused:

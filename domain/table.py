@@ -19,7 +19,7 @@ from typing import Any, Final
 import msgspec
 
 from . import announcements
-from .betting import decide_action, next_to_act, options, uncalled
+from .betting import bet_sizes, decide_action, next_to_act, options, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
     Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, SitOut,
@@ -499,11 +499,14 @@ class Table:
 
     def _start_turn(self, c: Command, p: HandPlayer) -> None:
         hand = self.hand
-        assert hand is not None and self.config is not None
+        assert hand is not None and self.config is not None and self.game is not None
+        opts = options(hand, p)
+        sizes = ["small", "big"] if len(bet_sizes(hand, self.game, self.config.stakes)) == 2 and (
+            "bet" in opts or "raise" in opts) else []
         self._emit(TurnStarted(
             turn=self.turn + 1, seat=p.seat, kind="act",
             deadline_ms=self._deadline(c, self.config.action_seconds),
-            to_call=min(hand.current_bet - p.round_bet, p.stack), options=options(hand, p),
+            to_call=min(hand.current_bet - p.round_bet, p.stack), options=opts, sizes=sizes,
         ))
 
     def _act(self, c: Act) -> None:

@@ -249,7 +249,7 @@ class Bot:
                     self._spawn(self._answer_ante(event.turn))
             elif event.seat == me and event.turn > self.answered_turn:
                 self.answered_turn = event.turn
-                self._spawn(self._answer(event, self.decisions.big_bet_open))
+                self._spawn(self._answer(event))
         elif isinstance(event, HandStarted):
             self.hand_no = event.hand_no
             mine = next((s for s in event.seats if s.seat == me), None)
@@ -295,10 +295,10 @@ class Bot:
 
     # -------------------------------------------------------------------- answers
 
-    async def _answer(self, turn: TurnStarted, big_bet_open: bool) -> None:
+    async def _answer(self, turn: TurnStarted) -> None:
         if self.pace:
             await asyncio.sleep(self.pace)
-        reply = await self._send(self.decisions.answer(turn, big_bet_open), action=True)
+        reply = await self._send(self.decisions.answer(turn), action=True)
         if reply is not None and not reply.ok and _code(reply) == MUST_SHOW:
             # R22: the last claimant may not muck.
             await self._send(self.decisions.show(turn.turn), action=True)
@@ -417,4 +417,4 @@ class Bot:
                 self.answered_turn = event.turn - 1
             if event.turn > self.answered_turn:
                 self.answered_turn = event.turn
-                self._spawn(self._answer(event, self.decisions.big_bet_open))
+                self._spawn(self._answer(event))

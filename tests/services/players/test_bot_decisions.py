@@ -1,5 +1,5 @@
 """A bot's answers, without servers: legal for every turn the domain starts (its own
-options), and R12's big bet followed from the public events."""
+options and bet sizes)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from studroom.domain.commands import Act, Muck, PostAnte, Show, StartHand
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import MUST_SHOW, DomainError
-from studroom.domain.events import Acted, Event, HandStarted, RoundStarted, TableOpened, TurnStarted
+from studroom.domain.events import Event, TableOpened, TurnStarted
 from studroom.domain.table import Table
 from studroom.services.players.decisions import Decisions
 
@@ -44,7 +44,7 @@ def _answer(table: Table, seats: Seats, turn: TurnStarted, sizes: dict[str, int]
         return table.execute(PostAnte(seat=next(s for s, p in hand.players.items() if not p.posted and not p.folded)))
     assert turn.seat is not None
     decisions = seats.of[turn.seat]
-    command = decisions.answer(turn, decisions.big_bet_open)
+    command = decisions.answer(turn)
     assert isinstance(command, Act | Show | Muck) and command.seat == turn.seat
     action = command.action if isinstance(command, Act) else type(command).__name__.lower()
     assert action in turn.options, (action, turn.options)      # the domain's options
@@ -75,51 +75,16 @@ def test_decisions_answer_every_turn_with_a_move_the_table_accepts_R12_sizes_too
     assert sizes["small"] > 0 and sizes["big"] > 0, sizes
 
 
-def test_R12_a_big_bet_is_open_on_an_open_pair_street_until_one_is_made() -> None:
-    decisions = Decisions(0, "p0", random.Random(1))
-    stakes = decisions.stakes
-    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
-    assert decisions.big_bet_open
-    decisions.see(Acted(seat=1, action="bet", amount=stakes.small_bet, to=stakes.small_bet))
-    assert decisions.big_bet_open                       # a small bet leaves it open
-    decisions.see(Acted(seat=2, action="raise", amount=stakes.big_bet, to=stakes.small_bet + stakes.big_bet))
-    assert not decisions.big_bet_open                   # a big raise was made: big only now
-    decisions.see(RoundStarted(street=2, opener=1, first=1, open_pair=False))
-    assert not decisions.big_bet_open
-
-
-def test_R12_a_short_all_in_is_no_big_bet() -> None:
-    decisions = Decisions(0, "p0", random.Random(1))
-    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
-    big = decisions.stakes.big_bet
-    decisions.see(Acted(seat=1, action="bet", amount=big - 1, to=big - 1, all_in=True, full=True))
-    assert decisions.big_bet_open
-    decisions.see(Acted(seat=2, action="raise", amount=2 * big, to=2 * big, all_in=True, full=False))
-    assert decisions.big_bet_open                       # not a full raise (R16)
-
-
-def test_a_new_hand_closes_the_big_bet() -> None:
-    decisions = Decisions(0, "p0", random.Random(1))
-    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
-    decisions.see(HandStarted(hand_no=2, button=0, seats=[], commitment="c"))
-    assert not decisions.big_bet_open
-
-
-def test_R12_the_big_bet_is_the_stakes_of_the_table_opened() -> None:
+def test_the_bot_follows_the_stakes_of_the_table_opened() -> None:
     decisions = Decisions(0, "p0", random.Random(1))
     stakes = Stakes(ante=10, bring_in=20, small_bet=50, big_bet=100)
     decisions.see(TableOpened(table_id="t", config=TableConfig(game="seven_card_stud", stakes=stakes)))
     assert decisions.stakes == stakes
-    decisions.see(RoundStarted(street=1, opener=1, first=1, open_pair=True))
-    decisions.see(Acted(seat=1, action="bet", amount=50, to=50))
-    assert decisions.big_bet_open                       # 50 is small at these stakes
-    decisions.see(Acted(seat=2, action="raise", amount=150, to=150))
-    assert not decisions.big_bet_open
 
 
 def test_answers_carry_ids_named_after_the_turn() -> None:
     decisions = Decisions(3, "bot-t1-3", random.Random(1))
     turn = TurnStarted(turn=17, seat=3, kind="act", deadline_ms=0, options=["fold", "call"])
-    assert decisions.answer(turn, False).command_id == "bot-t1-3:17:turn"
+    assert decisions.answer(turn).command_id == "bot-t1-3:17:turn"
     assert decisions.show(17) == Show(seat=3, command_id="bot-t1-3:17:show")
     assert decisions.post_ante(16) == PostAnte(seat=3, command_id="bot-t1-3:16:ante")
