@@ -17,7 +17,8 @@ from studroom.domain.table import Table
 
 def _takes(table: Table, seat: int, action: str, size: str) -> bool:
     try:
-        copy.deepcopy(table).execute(Act(seat=seat, action=action, size=size))
+        immutable = {id(table.config): table.config, id(table.game): table.game}   # shared, as Table._snapshot does
+        copy.deepcopy(table, immutable).execute(Act(seat=seat, action=action, size=size))
     except DomainError:
         return False
     return True

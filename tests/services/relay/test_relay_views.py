@@ -72,7 +72,7 @@ def _play_hand(table: Table, rng: random.Random, timeout_rate: float) -> list:
         elif turn.kind == "ante":
             command = PostAnte(seat=next(s for s, p in hand.players.items() if not p.posted and not p.folded))
         else:
-            command = simulate.choose(turn, rng, hand.open_pair and not hand.big_made)
+            command = simulate.choose(turn, rng)
         try:
             events += table.execute(command)
         except DomainError as refused:

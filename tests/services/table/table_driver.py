@@ -104,7 +104,7 @@ class TableDriver:
             return None
         if turn.kind == "show" and self.must_show == hand.to_act:
             return Show(seat=hand.to_act)
-        return choose(turn, self.rng, hand.open_pair and not hand.big_made)
+        return choose(turn, self.rng)
 
     async def step(self) -> Reply | None:
         """Refresh the mirror and send the next command (None: nothing to do now)."""
