@@ -51,6 +51,7 @@ STALE_TIMEOUT: Final = "stale_timeout"
 MUST_SHOW: Final = "must_show"
 
 # Commands
+FORBIDDEN: Final = "forbidden"            # the sender may not give this command (domain/authority.py)
 DUPLICATE_COMMAND: Final = "duplicate_command"
 UNKNOWN_COMMAND: Final = "unknown_command"
 BAD_SCENARIO: Final = "bad_scenario"

@@ -69,6 +69,54 @@ def command_mapping(partitions: int = PARTITIONS) -> dict[str, str]:
     return {f"{PREFIX}.cmd.*": f"{PREFIX}.pcmd.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}"}
 
 
+# Who sends a command (the trust boundary, docs/design/trust.md)
+#
+# Each role sends to its own subject, ending in the sender's own name:
+#     studroom.cmd.<table>.<player>     a player, for himself
+#     studroom.op.<table>.<operator>    an operator (floor, live dealer, cashier desk)
+#     studroom.svc.<table>.<service>    a service (the timer; later the cashier)
+# and the server maps all three onto the table's partition:
+#     studroom.pcmd.<p>.<table>.<role>.<name>
+# A user's NATS permissions allow publishing only to the mapped subjects that end in
+# his own role and name (the server checks publish permissions on the MAPPED subject),
+# so the table service reads the sender from the subject, never from the body.
+
+ROLES = ("player", "operator", "service")
+_ROLE_TOKEN = {"player": "cmd", "operator": "op", "service": "svc"}
+
+
+def command_from(role: str, name: str, table_id: str) -> str:
+    """Where ``name`` (of ``role``) sends a command for a table."""
+    return f"{PREFIX}.{_ROLE_TOKEN[role]}.{check_name(table_id)}.{check_name(name)}"
+
+
+def role_command_mapping(partitions: int = PARTITIONS) -> dict[str, str]:
+    """The server-side subject mappings of the three roles' command subjects."""
+    return {
+        f"{PREFIX}.{token}.*.*":
+            f"{PREFIX}.pcmd.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}.{role}.{{{{wildcard(2)}}}}"
+        for role, token in _ROLE_TOKEN.items()
+    }
+
+
+def commands_as(role: str, name: str) -> str:
+    """The one (mapped) subject pattern a user may publish commands to: his own."""
+    return f"{PREFIX}.pcmd.*.*.{role}.{check_name(name)}"
+
+
+def sender_of(subject: str) -> tuple[str, str, str]:
+    """``studroom.pcmd.<p>.<table>.<role>.<name>`` -> (table, role, name)."""
+    parts = subject.split(".")
+    if len(parts) != 6 or parts[4] not in ROLES:
+        raise BadName(f"{subject!r} is not a command subject")
+    return parts[3], parts[4], parts[5]
+
+
+def inbox_prefix(role: str, name: str) -> str:
+    """A user's own reply inbox (nats-py ``inbox_prefix``): only he may read it."""
+    return f"_INBOX.{role}.{check_name(name)}"
+
+
 def public_events(table_id: str) -> str:
     return f"{PREFIX}.pub.{check_name(table_id)}"
 

@@ -1,0 +1,91 @@
+"""Who may give which command at a table: the powers of each role (the trust boundary).
+
+The sender of a command is not in the command: the table service learns it from what
+the NATS server authenticated (docs/design/trust.md) and hands it in as a
+:class:`Sender`.  Commands without a sender come from inside the room (the table
+service's own hand starts, scripted hands) and are trusted.
+
+- A **player** sits down as himself, and posts or skips the ante, acts, shows, mucks,
+  sits out and leaves only for the seat he holds.  He never credits chips (a buy-in
+  comes through the cashier, or an operator) and never starts a hand.
+- An **operator** (floor, live dealer, cashier desk) opens tables, credits chips
+  (until the cashier does), feeds live-dealer input (R28: starts a live table's hand
+  and deals its streets), and may sit a player out or remove him.
+- A **service** has exactly its own command: the timer times out turns (R20), the
+  cashier credits chips.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+
+from .commands import (
+    Act,
+    BuyIn,
+    Command,
+    DealStreet,
+    Leave,
+    Muck,
+    OpenTable,
+    PostAnte,
+    Show,
+    SitDown,
+    SitOut,
+    SkipAnte,
+    StartHand,
+    Timeout,
+)
+from .errors import FORBIDDEN, DomainError
+
+Role = Literal["player", "operator", "service"]
+
+# Commands a player gives for the seat he holds (SitDown: for himself).
+SEAT_COMMANDS: Final = (PostAnte, SkipAnte, Act, Show, Muck, SitOut, Leave)
+OPERATOR_COMMANDS: Final = (OpenTable, BuyIn, DealStreet, StartHand, SitOut, Leave)
+SERVICE_COMMANDS: Final = {"timer": (Timeout,), "cashier": (BuyIn,)}
+
+
+class Sender(msgspec.Struct, frozen=True):
+    """An authenticated identity: its role and its name."""
+
+    role: Role
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.role}.{self.name}"
+
+
+def _forbidden(sender: Sender, command: Command, why: str) -> DomainError:
+    return DomainError(FORBIDDEN, f"{sender.role} {sender.name} may not {type(command).__name__}: {why}")
+
+
+def authorize(command: Command, sender: Sender, seat_holder: dict[int, str], live_dealer: bool) -> None:
+    """Raise ``forbidden`` unless ``sender`` may give ``command``.
+
+    ``seat_holder`` maps each taken seat to its player's name; ``live_dealer`` says the
+    table waits for a console (R28) rather than dealing by itself."""
+    if sender.role == "player":
+        if isinstance(command, SitDown):
+            if command.player != sender.name:
+                raise _forbidden(sender, command, f"a player sits down only as himself, not as {command.player!r}")
+            return
+        if isinstance(command, SEAT_COMMANDS):
+            seat: int = command.seat  # type: ignore[attr-defined]
+            if seat_holder.get(seat) != sender.name:
+                raise _forbidden(sender, command, f"seat {seat} is not his")
+            return
+        raise _forbidden(sender, command, "not a player's command")
+    if sender.role == "operator":
+        if not isinstance(command, OPERATOR_COMMANDS):
+            raise _forbidden(sender, command, "not an operator's command")
+        if isinstance(command, StartHand) and (not live_dealer or command.seed or command.deck):
+            raise _forbidden(sender, command, "an operator starts only a live-dealer table's hand, with no seed or deck")
+        return
+    if sender.role == "service":
+        if not isinstance(command, SERVICE_COMMANDS.get(sender.name, ())):
+            raise _forbidden(sender, command, "not this service's command")
+        return
+    raise _forbidden(sender, command, f"no role {sender.role!r}")

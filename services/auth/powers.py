@@ -1,0 +1,86 @@
+"""Each role's powers as NATS permissions: what a user may publish and subscribe to.
+
+The server enforces these; the table service enforces the rest (a player acts only
+for the seat he holds, operators and services only with their commands: the domain's
+``studroom.domain.authority``).  Services may use JetStream (``$JS.>``): they are the
+only ones who may read the streams, the private one included.  Players, operators and
+spectators may not: they get live messages on their subjects, and a player who
+reconnects asks his table for its current state as he may see it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..table.partitions import LEASE_BUCKET
+from ..wire import subjects
+
+SERVICES = ("table", "relay", "timer", "projections")
+
+
+@dataclass(frozen=True)
+class Powers:
+    publish: list[str]
+    subscribe: list[str]
+
+
+def _inbox(role: str, name: str) -> str:
+    return subjects.inbox_prefix(role, name) + ".>"
+
+
+def player(name: str) -> Powers:
+    """Commands for himself; public events; his own private events and inbox."""
+    return Powers(
+        publish=[subjects.commands_as("player", name)],
+        subscribe=[subjects.all_public_events(), subjects.player_private_events(name), _inbox("player", name)],
+    )
+
+
+def operator(name: str) -> Powers:
+    """Operator commands (tables, chips, live-dealer input); public events; his inbox."""
+    return Powers(
+        publish=[subjects.commands_as("operator", name)],
+        subscribe=[subjects.all_public_events(), _inbox("operator", name)],
+    )
+
+
+def spectator() -> Powers:
+    """Public events only; may send nothing."""
+    return Powers(publish=[], subscribe=[subjects.all_public_events()])
+
+
+def service(name: str) -> Powers:
+    """Each service's own subjects (see docs/design/trust.md)."""
+    own_inbox = _inbox("service", name)
+    if name == "table":
+        return Powers(
+            publish=["_INBOX.>", "$JS.>", f"$KV.{LEASE_BUCKET}.>", f"{subjects.PREFIX}.relay.nudge.>"],
+            subscribe=[f"{subjects.PREFIX}.pcmd.>", own_inbox],
+        )
+    if name == "relay":
+        return Powers(
+            publish=["$JS.>", f"$KV.{subjects.RELAY_BUCKET}.>", subjects.all_public_events(),
+                     subjects.all_private_events()],
+            subscribe=[f"{subjects.PREFIX}.relay.nudge.>", own_inbox],
+        )
+    if name == "timer":
+        return Powers(
+            publish=["$JS.>", f"$KV.{subjects.TIMEOUTS_BUCKET}.>", f"{subjects.PREFIX}.timer.>",
+                     subjects.commands_as("service", "timer")],
+            subscribe=[own_inbox],
+        )
+    if name == "projections":
+        return Powers(publish=["$JS.>", "$KV.>"], subscribe=[own_inbox])
+    raise ValueError(f"no service {name!r}; services: {', '.join(SERVICES)}")
+
+
+def of(role: str, name: str) -> Powers:
+    if role == "player":
+        return player(name)
+    if role == "operator":
+        return operator(name)
+    if role == "service":
+        return service(name)
+    if role == "spectator":
+        return spectator()
+    raise ValueError(f"no role {role!r}")
