@@ -3,16 +3,24 @@
 External servers are used when ``STUDROOM_NATS_URL`` / ``STUDROOM_DATABASE_URL``
 are set; otherwise embedded ones run in a temporary folder (not the developer's
 ``STUDROOM_DATA_DIR``), started on first use and stopped at the end.
+
+``nats_url`` is an OPEN server (no credentials; the command subject mappings in the
+global account) for tests of other concerns.  The trust tests use a SECURE one, as
+the room runs it (operator mode, docs/design/trust.md): ``secure_nats_url``, its
+``authority``, and ``connect_as(role, name)``.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from studroom.services.auth.authority import Authority
+from studroom.services.runtime import process
 from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.embedded_nats import EmbeddedNats
 from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
@@ -38,8 +46,44 @@ def embedded_nats(settings: Settings) -> Iterator[EmbeddedNats | None]:
     if settings.nats_url is not None:
         yield None
         return
-    with EmbeddedNats(settings.data_dir) as server:
+    with EmbeddedNats(settings.data_dir, auth=False) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def secure_nats() -> Iterator[EmbeddedNats]:
+    """The session's NATS in operator mode: no connection without credentials."""
+    data_dir = Path(tempfile.mkdtemp(prefix="studroom-it-secure-"))
+    with EmbeddedNats(data_dir) as server:
+        yield server
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def secure_nats_url(secure_nats: EmbeddedNats) -> str:
+    return secure_nats.url
+
+
+@pytest.fixture(scope="session")
+def authority(secure_nats: EmbeddedNats) -> Authority:
+    """The Authority the secure server trusts: it issues the tests' identities."""
+    assert secure_nats.authority is not None
+    return secure_nats.authority
+
+
+ConnectAs = Callable[..., Awaitable[Any]]
+
+
+@pytest.fixture(scope="session")
+def connect_as(secure_nats_url: str, authority: Authority) -> ConnectAs:
+    """``await connect_as(role, name, **options)``: a connection to the secure server
+    as that identity (issued on first use); the caller closes it."""
+
+    async def connect(role: str, name: str, **options: Any) -> Any:
+        return await process.connect(secure_nats_url, f"test-{role}-{name}",
+                                     creds=authority.ensure(role, name), **options)
+
+    return connect
 
 
 @pytest.fixture(scope="session")

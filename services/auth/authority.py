@@ -21,6 +21,7 @@ from typing import Any
 from ..wire import subjects
 from . import jwt, powers
 
+AUTH_FOLDER = "auth"                  # the room's Authority, inside its data folder
 ACCOUNT = "STUDROOM"
 SYSTEM_ACCOUNT = "SYS"
 OPERATOR = "studroom"
@@ -72,18 +73,26 @@ class Authority:
         """Credentials for ``name`` with the powers of ``role`` (written again if they
         exist: the old file stays valid too, until the account revokes it)."""
         granted = powers.of(role, name)
-        user_seed = jwt.new_seed("user")
-        token = jwt.user_jwt(self.account_seed, user_seed, f"{role}.{name}",
-                             publish=granted.publish, subscribe=granted.subscribe)
+        token, user_seed = self.user(f"{role}.{name}", publish=granted.publish, subscribe=granted.subscribe)
         self.creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.creds_path(role, name)
         _write_secret(path, jwt.creds(token, user_seed))
         return path
 
+    def user(self, name: str, *, publish: list[str], subscribe: list[str]) -> tuple[str, bytes]:
+        """A new user of the account, in memory only: its JWT and its nkey seed."""
+        user_seed = jwt.new_seed("user")
+        return jwt.user_jwt(self.account_seed, user_seed, name, publish=publish, subscribe=subscribe), user_seed
+
     def ensure(self, role: str, name: str) -> Path:
         """The identity's credentials, issued on first use."""
         path = self.creds_path(role, name)
         return path if path.exists() else self.issue(role, name)
+
+
+def room_authority(data_dir: Path) -> Authority:
+    """The Authority of the room whose data folder is ``data_dir`` (``<data dir>/auth``)."""
+    return Authority(Path(data_dir) / AUTH_FOLDER)
 
 
 def identity_of(creds_file: Path) -> tuple[str, str]:

@@ -288,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
             from ..runtime.embedded_nats import EmbeddedNats
 
             folder = Path(tempfile.mkdtemp(prefix="studroom-bench-timer-"))
-            server = EmbeddedNats(folder).start()
+            server = EmbeddedNats(folder, auth=False).start()
             url, where = server.url, f"embedded nats-server {nats_server_version()} (file store, R1)"
         else:
             url, where = settings.nats_url, "NATS from STUDROOM_NATS_URL"

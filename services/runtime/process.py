@@ -19,11 +19,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol
 
+from ..wire import subjects
 from .settings import Settings, log_level_from_env
 
 log = logging.getLogger("studroom")
@@ -94,12 +97,21 @@ def run(bootstrap: Bootstrap, args: argparse.Namespace) -> int:
     return 0
 
 
-async def connect(servers: str, name: str, **options: Any) -> Any:
+async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | None = None,
+                  **options: Any) -> Any:
     """A NATS connection as every service makes it: reconnect for ever, quickly.
 
-    ``servers`` is one URL or several separated by commas (a cluster)."""
+    ``servers`` is one URL or several separated by commas (a cluster).  With ``creds``
+    (a ``.creds`` file, see :mod:`.credentials`) the connection authenticates as that
+    file's identity and receives replies on the identity's own inbox
+    (``_INBOX.<role>.<name>``, the only one its permissions let it read)."""
     import nats
 
+    from ..auth.authority import identity_of
+
     settings: dict[str, Any] = {"max_reconnect_attempts": -1, "reconnect_time_wait": 0.5}
+    if creds is not None:
+        role, identity = identity_of(Path(creds))
+        settings |= {"user_credentials": str(creds), "inbox_prefix": subjects.inbox_prefix(role, identity)}
     settings.update(options)
     return await nats.connect(servers.split(","), name=name, **settings)

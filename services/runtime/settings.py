@@ -8,6 +8,10 @@
     DSN of an external PostgreSQL database, e.g.
     ``postgresql://studroom:secret@db.internal:5432/studroom``. Unset or empty: an
     embedded PostgreSQL is started in the data folder.
+``STUDROOM_NATS_CREDS``
+    Path of this process's NATS credentials (a ``.creds`` file: its identity, see
+    docs/design/trust.md). Unset: the process uses the embedded room's credentials
+    when it started the embedded NATS itself, else connects without credentials.
 ``STUDROOM_DATA_DIR``
     Folder of the embedded servers' data and logs. Default: ``.studroom`` in the
     current directory. Starting again on the same folder keeps the data.
@@ -25,6 +29,7 @@ from pathlib import Path
 
 NATS_URL_VAR = "STUDROOM_NATS_URL"
 DATABASE_URL_VAR = "STUDROOM_DATABASE_URL"
+NATS_CREDS_VAR = "STUDROOM_NATS_CREDS"
 DATA_DIR_VAR = "STUDROOM_DATA_DIR"
 LOG_LEVEL_VAR = "STUDROOM_LOG_LEVEL"
 DEFAULT_DATA_DIR = ".studroom"
@@ -41,6 +46,7 @@ class Settings:
     nats_url: str | None = None
     database_url: str | None = None
     data_dir: Path = Path(DEFAULT_DATA_DIR)
+    nats_creds: Path | None = None
 
     def __post_init__(self) -> None:
         if self.nats_url is not None:
@@ -60,17 +66,21 @@ class Settings:
         """Read the settings from ``env`` (default: ``os.environ``)."""
         env = os.environ if env is None else env
         data_dir = env.get(DATA_DIR_VAR, "").strip() or DEFAULT_DATA_DIR
+        creds = env.get(NATS_CREDS_VAR, "").strip()
         return cls(
             nats_url=env.get(NATS_URL_VAR, "").strip() or None,
             database_url=env.get(DATABASE_URL_VAR, "").strip() or None,
             data_dir=Path(data_dir).expanduser().absolute(),
+            nats_creds=Path(creds).expanduser().absolute() if creds else None,
         )
 
     def to_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """``env`` (default: ``os.environ``) with these settings, for a child process
         (``from_env`` reads them back there)."""
         out = dict(os.environ if env is None else env)
-        for var, value in ((NATS_URL_VAR, self.nats_url), (DATABASE_URL_VAR, self.database_url)):
+        creds = None if self.nats_creds is None else str(self.nats_creds)
+        for var, value in ((NATS_URL_VAR, self.nats_url), (DATABASE_URL_VAR, self.database_url),
+                           (NATS_CREDS_VAR, creds)):
             if value is None:
                 out.pop(var, None)
             else:

@@ -58,7 +58,7 @@ encode = msgspec.json.encode
 @pytest.fixture
 def nats_server(private_dir: Path) -> Iterator[EmbeddedNats]:
     """A NATS of this test's own: tests kill it, and the streams start empty."""
-    with EmbeddedNats(private_dir) as server:
+    with EmbeddedNats(private_dir, auth=False) as server:
         yield server
 
 

@@ -7,16 +7,21 @@ import datetime as dt
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import nats
+import nats.errors
 import psycopg
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from studroom.services.runtime import process
+from studroom.services.runtime.credentials import credentials
 from studroom.services.runtime.embedded_nats import EmbeddedNats, nats_server_version
 from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
 from studroom.services.runtime.server_process import RESERVED_PORTS, EmbeddedServerError
 from studroom.services.runtime.servers import servers
 from studroom.services.runtime.settings import Settings
+from studroom.services.wire import subjects
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -148,20 +153,24 @@ def test_postgres_query(database_url: str) -> None:
         assert row == ("seven card stud",)
 
 
-def test_nats_kill_and_restart_keeps_stream(private_dir: Path) -> None:
-    stream, subject = "KEEP", "keep.events"
+def test_nats_kill_and_restart_keeps_stream_and_identities(private_dir: Path) -> None:
+    """Operator mode: the room's keys stay in the data folder, so after a crash and a
+    new run the same account (and its streams) and the same credentials are trusted."""
+    stream, subject = "KEEP", "studroom.pub.keep"
     server = EmbeddedNats(private_dir).start()
+    assert server.authority is not None
+    creds = server.authority.ensure("service", "relay")
 
     async def publish(url: str) -> None:
-        nc = await nats.connect(url)
+        nc = await process.connect(url, "test-publisher", creds=creds)
         js = nc.jetstream()
-        await js.add_stream(StreamConfig(name=stream, subjects=["keep.>"]))
+        await js.add_stream(StreamConfig(name=stream, subjects=[subject]))
         for i in range(5):
             await js.publish(subject, f"event {i}".encode())
         await nc.close()
 
     async def messages(url: str) -> list[bytes]:
-        nc = await nats.connect(url)
+        nc = await process.connect(url, "test-reader", creds=creds)
         js = nc.jetstream()
         info = await js.stream_info(stream)
         found = [
@@ -189,6 +198,44 @@ def test_nats_kill_and_restart_keeps_stream(private_dir: Path) -> None:
         server.stop()
 
 
+def test_operator_mode_refuses_a_connection_without_credentials(secure_nats_url: str) -> None:
+    async def anonymous() -> None:
+        await nats.connect(secure_nats_url, allow_reconnect=False, max_reconnect_attempts=0,
+                           connect_timeout=2, error_cb=_quiet)
+
+    with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+        asyncio.run(anonymous())
+
+
+def test_an_identity_gets_replies_on_its_own_inbox(connect_as: Any) -> None:
+    """process.connect with credentials: requests work under the permissions, whose
+    only inbox for the player is ``_INBOX.player.<name>``."""
+
+    async def scenario() -> tuple[bytes, str]:
+        service = await connect_as("service", "table")
+        player = await connect_as("player", "inbox-test")
+        inboxes: list[str] = []
+
+        async def answer(msg: Any) -> None:
+            inboxes.append(msg.reply)
+            await msg.respond(b"seen")
+
+        await service.subscribe(subjects.commands_as("player", "inbox-test"), cb=answer)
+        await service.flush()
+        reply = await player.request(subjects.command_from("player", "inbox-test", "t1"), b"{}", timeout=5)
+        await player.close()
+        await service.close()
+        return reply.data, inboxes[0]
+
+    data, inbox = asyncio.run(scenario())
+    assert data == b"seen"
+    assert inbox.startswith(subjects.inbox_prefix("player", "inbox-test") + ".")
+
+
+async def _quiet(error: Exception) -> None:
+    """nats-py logs a refused connection loudly; the test asserts it instead."""
+
+
 def test_one_server_per_data_folder(private_dir: Path) -> None:
     with EmbeddedNats(private_dir), pytest.raises(EmbeddedServerError, match="another process"):
         EmbeddedNats(private_dir).start()
@@ -210,7 +257,9 @@ def test_servers_starts_only_what_is_not_configured(
         assert not (private_dir / "postgres").exists()
 
         async def ping() -> None:
-            nc = await nats.connect(own_nats)
+            creds = credentials(half, "service", "table")
+            assert creds is not None and creds.is_relative_to(private_dir / "auth")
+            nc = await process.connect(own_nats, "test-ping", creds=creds)
             await nc.jetstream().account_info()
             await nc.close()
 

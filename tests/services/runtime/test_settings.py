@@ -43,12 +43,13 @@ def test_urls_of_the_wrong_kind_are_refused() -> None:
 
 
 def test_a_child_process_reads_the_same_settings(tmp_path: Path) -> None:
-    settings = Settings("nats://127.0.0.1:14222", "postgresql://postgres@127.0.0.1:15432/s", tmp_path)
+    settings = Settings("nats://127.0.0.1:14222", "postgresql://postgres@127.0.0.1:15432/s", tmp_path,
+                        nats_creds=tmp_path / "auth" / "creds" / "service.table.creds")
     env = settings.to_env({"PATH": "/bin", "STUDROOM_NATS_URL": "nats://old:4222"})
     assert env["PATH"] == "/bin"
     assert Settings.from_env(env) == settings
     embedded = Settings(data_dir=tmp_path).to_env(env)
-    assert "STUDROOM_NATS_URL" not in embedded and "STUDROOM_DATABASE_URL" not in embedded
+    assert not {"STUDROOM_NATS_URL", "STUDROOM_DATABASE_URL", "STUDROOM_NATS_CREDS"} & set(embedded)
     assert Settings.from_env(embedded) == Settings(data_dir=tmp_path)
 
 

@@ -157,7 +157,7 @@ class Stack:
 def stack(database_url: str) -> Iterator[Stack]:
     folder = Path(tempfile.mkdtemp(prefix="studroom-it-timer-"))
     run = uuid.uuid4().hex[:6]
-    with EmbeddedNats(folder) as server:
+    with EmbeddedNats(folder, auth=False) as server:
         settings = Settings(nats_url=server.url, database_url=database_url, data_dir=folder)
         stack = Stack(settings, prefix=f"ittimer_{run}_p", lease_bucket=f"ittimer_{run}_leases")
         stack.nats_server = server
