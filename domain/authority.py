@@ -37,7 +37,8 @@ from .commands import (
     StartHand,
     Timeout,
 )
-from .errors import FORBIDDEN, DomainError
+from .errors import FORBIDDEN, DomainError, quoted
+from .names import is_name
 
 Role = Literal["player", "operator", "service"]
 
@@ -59,7 +60,7 @@ class Sender(msgspec.Struct, frozen=True):
 
 
 def _forbidden(sender: Sender, command: Command, why: str) -> DomainError:
-    return DomainError(FORBIDDEN, f"{sender.role} {sender.name} may not {type(command).__name__}: {why}")
+    return DomainError(FORBIDDEN, f"{sender.role} {quoted(sender.name)} may not {type(command).__name__}: {why}")
 
 
 def authorize(command: Command, sender: Sender, seat_holder: dict[int, str], live_dealer: bool) -> None:
@@ -67,10 +68,12 @@ def authorize(command: Command, sender: Sender, seat_holder: dict[int, str], liv
 
     ``seat_holder`` maps each taken seat to its player's name; ``live_dealer`` says the
     table waits for a console (R28) rather than dealing by itself."""
+    if not is_name(sender.name):
+        raise _forbidden(sender, command, "no identity of this room has such a name")
     if sender.role == "player":
         if isinstance(command, SitDown):
             if command.player != sender.name:
-                raise _forbidden(sender, command, f"a player sits down only as himself, not as {command.player!r}")
+                raise _forbidden(sender, command, f"a player sits down only as himself, not as {quoted(command.player)}")
             return
         if isinstance(command, SEAT_COMMANDS):
             seat: int = command.seat  # type: ignore[attr-defined]
@@ -81,7 +84,7 @@ def authorize(command: Command, sender: Sender, seat_holder: dict[int, str], liv
     if sender.role == "operator":
         if not isinstance(command, OPERATOR_COMMANDS):
             raise _forbidden(sender, command, "not an operator's command")
-        if isinstance(command, StartHand) and (not live_dealer or command.seed or command.deck):
+        if isinstance(command, StartHand) and (not live_dealer or command.seed is not None or command.deck is not None):
             raise _forbidden(sender, command, "an operator starts only a live-dealer table's hand, with no seed or deck")
         return
     if sender.role == "service":

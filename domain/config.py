@@ -6,8 +6,9 @@ from typing import Literal
 
 import msgspec
 
-from .errors import BAD_STAKES, TOO_MANY_SEATS, UNKNOWN_GAME, DomainError
+from .errors import BAD_CONFIG, BAD_STAKES, TOO_MANY_SEATS, UNKNOWN_GAME, DomainError, quoted
 from .games import GAMES
+from .limits import DEFAULT_MAX_BUY_IN_BIG_BETS, MAX_STAKE, MAX_TABLE_CHIPS, SEATS, TIMER_SECONDS
 
 TimeoutPolicy = Literal["all_in_protection", "check_or_fold"]
 
@@ -37,7 +38,7 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     stakes: Stakes
     rake: Rake = Rake()
     seats: int = 10                      # seat numbers 0..seats-1; R2 caps the players
-    max_buy_in: int | None = None        # R3: optional table maximum
+    max_buy_in: int | None = None        # R3: optional table maximum (see buy_in_ceiling)
     action_seconds: int = 10             # R18
     ante_seconds: int = 10               # R5: the ante window
     showdown_seconds: int = 10           # R22: time to decide show or muck
@@ -59,6 +60,15 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         """R3: at least ten small bets (seed 004)."""
         return 10 * self.stakes.small_bet
 
+    @property
+    def buy_in_ceiling(self) -> int:
+        """R3: the most a seat may hold after a buy-in: the table's ``max_buy_in``, or
+        DEFAULT_MAX_BUY_IN_BIG_BETS big bets when it sets none (a decision: the spec's
+        maximum is optional, but an unbounded buy-in is chips without bound)."""
+        if self.max_buy_in is not None:
+            return self.max_buy_in
+        return DEFAULT_MAX_BUY_IN_BIG_BETS * self.stakes.big_bet
+
 
 def too_many_players(game: str) -> DomainError:
     limit = GAMES[game].max_seats
@@ -67,23 +77,28 @@ def too_many_players(game: str) -> DomainError:
 
 
 def validate(config: TableConfig) -> None:
-    """Refuse settings the rules cannot play with (``bad_stakes``, ``too_many_seats``)."""
-    game = GAMES.get(config.game)
-    if game is None:
-        raise DomainError(UNKNOWN_GAME, f"no game {config.game!r}; games: {', '.join(GAMES)}")
+    """Refuse settings the rules cannot play with, or out of the room's bounds
+    (domain/limits.py): ``unknown_game``, ``bad_stakes`` (chip amounts),
+    ``too_many_seats``, ``bad_config`` (timers)."""
+    if config.game not in GAMES:
+        raise DomainError(UNKNOWN_GAME, f"no game {quoted(config.game)}; games: {', '.join(GAMES)}")
     s = config.stakes
-    for name, value in (("small_bet", s.small_bet), ("big_bet", s.big_bet), ("ante", s.ante)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise DomainError(BAD_STAKES, f"{name} must be a whole number of chips")
-    if s.small_bet < 2 or s.big_bet < s.small_bet or s.ante < 0:
-        raise DomainError(BAD_STAKES, "need 2 <= small_bet <= big_bet and ante >= 0")
-    if not 0 < s.bring_in_amount < s.small_bet:
-        raise DomainError(BAD_STAKES, "the bring-in must be more than 0 and less than the small bet")
-    if config.rake.basis_points < 0 or config.rake.basis_points > 10_000 or (
-        config.rake.cap is not None and config.rake.cap < 0
-    ):
-        raise DomainError(BAD_STAKES, "rake must be 0..100 % with a cap of 0 or more")
-    if not 2 <= config.seat_count <= 10:
-        raise DomainError(TOO_MANY_SEATS, "a table has 2..10 seats")
-    if config.max_buy_in is not None and config.max_buy_in < config.min_buy_in:
-        raise DomainError(BAD_STAKES, "the maximum buy-in is below the minimum of ten small bets")
+    _bounded(BAD_STAKES, "small_bet", s.small_bet, 2, MAX_STAKE)
+    _bounded(BAD_STAKES, "big_bet", s.big_bet, s.small_bet, MAX_STAKE)
+    _bounded(BAD_STAKES, "ante", s.ante, 0, MAX_STAKE)
+    if s.bring_in is not None:
+        _bounded(BAD_STAKES, "bring_in", s.bring_in, 1, s.small_bet - 1)
+    _bounded(BAD_STAKES, "rake basis_points", config.rake.basis_points, 0, 10_000)
+    if config.rake.cap is not None:
+        _bounded(BAD_STAKES, "rake cap", config.rake.cap, 0, MAX_STAKE)
+    if config.max_buy_in is not None:
+        _bounded(BAD_STAKES, "max_buy_in", config.max_buy_in, config.min_buy_in, MAX_TABLE_CHIPS)
+    _bounded(TOO_MANY_SEATS, "seats", config.seats, *SEATS)
+    for name in ("action_seconds", "ante_seconds", "showdown_seconds"):
+        _bounded(BAD_CONFIG, name, getattr(config, name), *TIMER_SECONDS)
+
+
+def _bounded(code: str, name: str, value: object, low: int, high: int) -> None:
+    """Refuse (``code``) a setting that is not a whole number in ``low..high``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise DomainError(code, f"{name} must be a whole number in {low}..{high}, not {quoted(value)}")

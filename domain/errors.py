@@ -11,7 +11,9 @@ from typing import Final
 
 # Tables and seats
 UNKNOWN_GAME: Final = "unknown_game"
-BAD_STAKES: Final = "bad_stakes"
+BAD_STAKES: Final = "bad_stakes"          # a chip amount of the settings out of bounds (domain/limits.py)
+BAD_CONFIG: Final = "bad_config"          # any other setting out of bounds (timers)
+BAD_NAME: Final = "bad_name"              # a player name or table id that is no name (domain/names.py)
 TOO_MANY_SEATS: Final = "too_many_seats"
 ALREADY_OPEN: Final = "already_open"
 TABLE_NOT_OPEN: Final = "table_not_open"
@@ -52,13 +54,22 @@ MUST_SHOW: Final = "must_show"
 
 # Commands
 FORBIDDEN: Final = "forbidden"            # the sender may not give this command (domain/authority.py)
-DUPLICATE_COMMAND: Final = "duplicate_command"
+DUPLICATE_COMMAND: Final = "duplicate_command"   # a sender's command id not above his last (domain/command_ids.py)
+BAD_COMMAND_ID: Final = "bad_command_id"
 UNKNOWN_COMMAND: Final = "unknown_command"
 BAD_SCENARIO: Final = "bad_scenario"
 
 # Refusals that only mean "the turn you answered is over" (a bot or a client
 # that answered late, or twice): nothing to do, the next turn will ask again.
 STALE_ANSWER: Final = frozenset({NOT_YOUR_TURN, ILLEGAL_ACTION, NO_HAND, NOT_IN_HAND, STALE_TIMEOUT, DUPLICATE_COMMAND})
+
+
+def quoted(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a refusal quotes what it was sent,
+    never all of a hostile megabyte."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class DomainError(Exception):
     """A command the rules refuse.  ``code`` is stable (clients and scenario files rely

@@ -1,9 +1,11 @@
 """The table aggregate: seats, chips and one hand after another.
 
-``Table.execute(command)`` checks the command against the rules and returns the events it
-causes, already applied; a refused command raises :class:`DomainError` and leaves the
-table exactly as it was.  ``Table.apply(event)`` is the only code that changes state, so
-``Table.replay(events)`` rebuilds the identical table (event sourcing).
+``Table.execute(command, by=sender)`` checks who sent the command (his powers,
+domain/authority.py; his command id, domain/command_ids.py) and the command against the
+rules, and returns the events it causes, already applied; a refused command raises
+:class:`DomainError` and leaves the table exactly as it was.  ``Table.apply(event)`` is
+the only code that changes state, so ``Table.replay(events)`` rebuilds the identical
+table (event sourcing).
 
 The domain is pure: the clock (``now_ms``) and the deck seed come in with the commands.
 """
@@ -18,7 +20,8 @@ from typing import Any, Final
 
 import msgspec
 
-from . import announcements
+from . import announcements, command_ids
+from .authority import Sender, authorize
 from .betting import bet_sizes, decide_action, next_to_act, options, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
@@ -38,7 +41,6 @@ from .errors import (
     BAD_DEAL,
     BAD_SEED,
     DUPLICATE_CARD,
-    DUPLICATE_COMMAND,
     HAND_IN_PROGRESS,
     ILLEGAL_ACTION,
     NO_CHANGE,
@@ -67,10 +69,11 @@ from .games import GAMES, Game
 from .hand import HandPlayer, HandState
 from .record import Record
 from .hand_ranking import describe_high, describe_low, high_value, low_value
+from .limits import MAX_TABLE_CHIPS
+from .names import check_name
 from .showdown import check_muck, settle, showdown_order
 
 
-RECENT_COMMANDS: Final = 1024   # how many command ids a table remembers to refuse replays
 MIN_PLAYERS: Final = 2          # ready seats a hand needs (R5)
 
 
@@ -103,7 +106,8 @@ class Table:
         self.turn = 0
         self.hand: HandState | None = None
         self.version = 0              # events applied so far
-        self.recent_commands: dict[str, None] = {}
+        self.last_command_ids: dict[str, int] = {}   # per sender key, his highest command id
+        self.last_turn: TurnStarted | None = None   # the hand's latest turn (views: its deadline)
         self._events: list[Event] = []
 
     # --- event sourcing ---------------------------------------------------------------
@@ -119,7 +123,7 @@ class Table:
         _APPLY[type(event)](self, event)
         command_id = event.command_id
         if command_id is not None:
-            self._remember(command_id)
+            command_ids.remember(self.last_command_ids, command_id)
         self.version += 1
 
     def state(self) -> dict[str, Any]:
@@ -127,14 +131,15 @@ class Table:
         are the same table (replay tests, dispute tools)."""
         return {name: _plain(getattr(self, name)) for name in _STATE}
 
-    def execute(self, command: Command) -> list[Event]:
-        """Run one command: the events it caused, or a DomainError and no change."""
+    def execute(self, command: Command, by: Sender | None = None) -> list[Event]:
+        """Run one command: the events it caused, or a DomainError and no change.
+
+        ``by`` is the sender the server authenticated; None is a trusted caller inside
+        the room (the table service's own hand starts, scripted hands)."""
         handler = _HANDLERS.get(type(command))
         if handler is None:
             raise DomainError(UNKNOWN_COMMAND, f"no such command: {type(command).__name__}")
-        command_id = command.command_id
-        if command_id is not None and command_id in self.recent_commands:
-            raise DomainError(DUPLICATE_COMMAND, f"command {command_id} was already carried out")
+        command_id = self._admit(command, by)
         self._events = []
         snapshot = self._snapshot() if self._may_fail_midway(command) else None
         try:
@@ -148,14 +153,18 @@ class Table:
         events, self._events = self._events, []
         if command_id is not None and events:
             events[0] = msgspec.structs.replace(events[0], command_id=command_id)
-            self._remember(command_id)
+            command_ids.remember(self.last_command_ids, command_id)
         return events
 
-    def _remember(self, command_id: str) -> None:
-        """Keep the last few command ids, so a replayed command is refused (not redone)."""
-        self.recent_commands[command_id] = None
-        if len(self.recent_commands) > RECENT_COMMANDS:
-            del self.recent_commands[next(iter(self.recent_commands))]
+    def _admit(self, command: Command, by: Sender | None) -> str | None:
+        """May ``by`` give this command, and under which id is it stored?  A trusted
+        command (no sender) carries no id."""
+        if by is None:
+            command_ids.none_without_sender(command.command_id)
+            return None
+        holders = {seat: state.player for seat, state in self.seats.items()}
+        authorize(command, by, holders, self.config is not None and not self.config.auto_deal)
+        return command_ids.next_id(self.last_command_ids, by, command.command_id)
 
     def _emit(self, event: Event) -> None:
         self.apply(event)
@@ -211,18 +220,20 @@ class Table:
     def _open(self, c: OpenTable) -> None:
         if self.config is not None:
             raise DomainError(ALREADY_OPEN, f"table {self.table_id} is already open")
+        check_name(c.table_id, "table id")
         validate(c.config)
         self._emit(TableOpened(table_id=c.table_id, config=c.config))
 
     def _sit_down(self, c: SitDown) -> None:
         config = self._require_config()
+        check_name(c.player, "player name")
         if not 0 <= c.seat < config.seat_count:
             raise DomainError(UNKNOWN_SEAT, f"seats are 0..{config.seat_count - 1}, not {c.seat}")
         if c.seat in self.seats:
             raise DomainError(SEAT_TAKEN, f"seat {c.seat} is taken")
         if len(self.seats) >= config.max_players:
             raise too_many_players(config.game)
-        if not c.player or any(s.player == c.player for s in self.seats.values()):
+        if any(s.player == c.player for s in self.seats.values()):
             raise DomainError(ALREADY_SEATED, f"player {c.player!r} already sits at this table")
         self._emit(PlayerSatDown(seat=c.seat, player=c.player, auto_ante=c.auto_ante))
 
@@ -233,10 +244,13 @@ class Table:
             raise DomainError(HAND_IN_PROGRESS, "buy-ins and top-ups only between hands (R3)")
         if not isinstance(c.amount, int) or c.amount <= 0:
             raise DomainError(BAD_AMOUNT, "a buy-in is a positive whole number of chips")
-        if seat.stack + c.amount < config.min_buy_in:
+        stack = seat.stack + c.amount
+        if stack < config.min_buy_in:
             raise DomainError(SHORT_BUY_IN, f"the minimum buy-in is {config.min_buy_in} chips (R3)")
-        if config.max_buy_in is not None and seat.stack + c.amount > config.max_buy_in:
-            raise DomainError(OVER_MAX_BUY_IN, f"the table maximum is {config.max_buy_in} chips (R3)")
+        if stack > config.buy_in_ceiling:
+            raise DomainError(OVER_MAX_BUY_IN, f"a seat holds at most {config.buy_in_ceiling} chips after a buy-in (R3)")
+        if sum(s.stack for s in self.seats.values()) + c.amount > MAX_TABLE_CHIPS:
+            raise DomainError(OVER_MAX_BUY_IN, f"a table holds at most {MAX_TABLE_CHIPS} chips (domain/limits.py)")
         self._emit(ChipsBought(seat=c.seat, amount=c.amount))
 
     def _sit_out(self, c: SitOut) -> None:
@@ -779,7 +793,7 @@ def _ante_skipped(t: Table, e: AnteSkipped) -> None:
 
 
 def _hand_cancelled(t: Table, e: HandCancelled) -> None:
-    t.hand = None
+    t.hand, t.last_turn = None, None
 
 
 def _antes_collected(t: Table, e: AntesCollected) -> None:
@@ -845,7 +859,7 @@ def _round_started(t: Table, e: RoundStarted) -> None:
 
 
 def _turn_started(t: Table, e: TurnStarted) -> None:
-    t.turn = e.turn
+    t.turn, t.last_turn = e.turn, e
     hand = t.hand
     assert hand is not None
     hand.to_act, hand.turn_kind, hand.turn_options = e.seat, e.kind, e.options
@@ -935,12 +949,13 @@ def _hand_ended(t: Table, e: HandEnded) -> None:
     for seat, stack in e.stacks.items():
         if seat in t.seats:
             t.seats[seat].stack = stack
-    t.hand_no, t.hand = e.hand_no, None
+    t.hand_no, t.hand, t.last_turn = e.hand_no, None, None
 
 
 # the attributes that make up a table's state (``state()``, snapshots)
 _STATE: Final = (
-    "table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version", "recent_commands",
+    "table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version", "last_command_ids",
+    "last_turn",
 )
 
 _APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {

@@ -214,12 +214,6 @@ def test_R33_public_views_never_carry_a_down_card():
                 assert all((d.card is not None) == (d.up or d.seat == seat) for d in mine.cards)
 
 
-def test_duplicate_command_id_is_refused_and_changes_nothing():
-    table = table_with(2)
-    table.execute(SitDown(seat=3, player="x", command_id="c-1"))
-    refused(table, SitDown(seat=4, player="y", command_id="c-1"), "duplicate_command")
-
-
 def _live_table_at_seventh(players: int = 3) -> tuple[Table, list]:
     table = table_with(players, auto_deal=False)
     events = table.execute(StartHand(seed=SEED))
