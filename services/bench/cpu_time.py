@@ -44,11 +44,12 @@ def _pid_from(path: Path) -> int | None:
 
 class CpuMeter:
     """CPU seconds used by each part of the room: table services, relay, the bots
-    (this process), and the embedded NATS and PostgreSQL (server + backends)."""
+    (this process), and the embedded NATS (in ``nats_home``) and PostgreSQL (in the
+    data folder; server + backends)."""
 
-    def __init__(self, services: Services, data_dir: Path | None) -> None:
+    def __init__(self, services: Services, data_dir: Path | None, nats_home: Path | None) -> None:
         self.services = services
-        self.nats_pid = _pid_from(data_dir / "nats" / "nats.pid") if data_dir else None
+        self.nats_pid = _pid_from(nats_home / "nats.pid") if nats_home else None
         self.pg_pid = _pid_from(data_dir / "postgres" / "pgdata" / "postmaster.pid") if data_dir else None
 
     def sample(self) -> dict[str, float]:

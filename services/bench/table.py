@@ -7,7 +7,9 @@ connection), plays ``tables`` tables for ``seconds`` with random legal moves
 (:class:`TablePlayer`, no think time) and reports commands/s and the request/reply
 latency (p50, p99) as the client sees it, and whether every table's chips are
 conserved.  Against ``STUDROOM_NATS_URL``/``STUDROOM_DATABASE_URL`` if set, else
-embedded servers in a temporary folder.
+embedded servers in a temporary folder.  The NATS server is an open one (no
+authorization: the table service's own cost is measured here; ``bench room`` compares
+authorization on and off), so one connection sends as every seat's player.
 """
 
 from __future__ import annotations
@@ -42,10 +44,13 @@ STACK = 1000
 class TablePlayer:
     """Plays every seat of one table through the service: it follows the table in the
     event store (a replayed mirror), answers each turn with :func:`simulate.choose`
-    and buys a busted seat in again.  Seats post their antes themselves."""
+    and buys a busted seat in again.  Seats post their antes themselves.  Each seat's
+    commands go as its player; the table's opening and buy-ins as an operator."""
 
-    def __init__(self, client: TableClient, store: EventStore, table_id: str, rng: random.Random) -> None:
-        self.client = client
+    def __init__(self, nc: Any, store: EventStore, table_id: str, rng: random.Random) -> None:
+        self.nc = nc
+        self.floor = TableClient(nc, "operator", "bench")
+        self.players: dict[int, TableClient] = {}
         self.store = store
         self.table_id = table_id
         self.rng = rng
@@ -57,13 +62,17 @@ class TablePlayer:
     async def sit_down(self, players: int) -> None:
         await self.send(OpenTable(table_id=self.table_id, config=TableConfig(game="seven_card_stud", stakes=STAKES)))
         for seat in range(players):
-            await self.send(SitDown(seat=seat, player=f"{self.table_id}-p{seat}"))
+            player = f"{self.table_id}-p{seat}"
+            self.players[seat] = TableClient(self.nc, "player", player)
+            await self.send(SitDown(seat=seat, player=player))
             await self.send(BuyIn(seat=seat, amount=STACK))
 
     async def send(self, command: Command) -> str | None:
-        """Send one command: the refusal's code, or None."""
+        """Send one command as whoever gives it: the refusal's code, or None."""
+        seat = getattr(command, "seat", None)
+        client = self.floor if isinstance(command, OpenTable | BuyIn) or seat is None else self.players[seat]
         started = time.perf_counter()
-        reply = await self.client.send(self.table_id, command)
+        reply = await client.send(self.table_id, command)
         self.latencies.append(time.perf_counter() - started)
         if reply.ok or reply.error is None:
             return None
@@ -92,7 +101,7 @@ class TablePlayer:
                 return BuyIn(seat=seat, amount=STACK)
         if hand is None or turn is None or turn.turn != self.mirror.turn or turn.seat is None:
             return None
-        return choose(turn, self.rng, hand.open_pair and not hand.big_made)
+        return choose(turn, self.rng)
 
 
 async def bench(
@@ -133,9 +142,8 @@ async def bench(
             if service.leases is not None:
                 await service.leases.tick()
     client_nc = await nats.connect(nats_url)
-    client = TableClient(client_nc)
     played = [
-        TablePlayer(client, reader[store_of_table(f"b{run_id}t{k}", stores)], f"b{run_id}t{k}", random.Random(k))
+        TablePlayer(client_nc, reader[store_of_table(f"b{run_id}t{k}", stores)], f"b{run_id}t{k}", random.Random(k))
         for k in range(tables)
     ]
     await asyncio.gather(*(p.sit_down(players) for p in played))
@@ -183,14 +191,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    from ..runtime.settings import Settings
+    from ..runtime.embedded_nats import EmbeddedNats
     from ..runtime.servers import servers
+    from ..runtime.settings import Settings
 
     env = Settings.from_env()
     with ExitStack() as stack:
         data_dir = Path(tempfile.mkdtemp(prefix="studroom-bench-"))
         stack.callback(shutil.rmtree, data_dir, True)
-        settings = Settings(nats_url=env.nats_url, database_url=env.database_url, data_dir=data_dir)
+        open_nats = env.nats_url or stack.enter_context(EmbeddedNats(data_dir, auth=False)).url
+        settings = Settings(nats_url=open_nats, database_url=env.database_url, data_dir=data_dir)
         nats_url, database_url = stack.enter_context(servers(settings))
         for n in args.stores:
             result = asyncio.run(bench(nats_url, database_url, tables=args.tables, stores=n,

@@ -1,12 +1,18 @@
-"""A bot: a plain NATS client that sits at one table and plays random legal poker.
+"""A bot: a player, with his own NATS connection and credentials, who sits at one
+table and plays random legal poker.
 
-It uses nothing a real client could not use: commands go to the table service by
-request/reply (:class:`~.client.TableClient`), and it learns what happens from the
-relay's public subject of its table and its own private subject (its down cards).
-Its answers come from :class:`~.decisions.Decisions` (``studroom.domain.simulate``).
+It uses nothing a real client could not use, and nothing a player may not: commands
+go to the table service by request/reply on the player's own command subject
+(:class:`~.client.TableClient`), and it learns what happens from the relay's public
+subject of its table and its own private subject (its down cards), core NATS only (a
+player may not use JetStream).  When it starts, reconnects or finds its table quiet,
+it asks the table for its view (``ViewTable``: its seat, stack, the open turn).  Its
+answers come from :class:`~.decisions.Decisions` (``studroom.domain.simulate``); its
+chips from a :mod:`~.bank` (a player may not credit himself).
 
-    bot = Bot(nc, TableClient(nc), "t01", seat=2, player="bot-t01-2", rng=random.Random(7))
-    await bot.start()          # subscribe, sit down, buy in
+    client = TableClient(nc, "player", "bot-t01-2")       # nc: connected as bot-t01-2
+    bot = Bot(client, "t01", seat=2, rng=random.Random(7), bank=floor)
+    await bot.start()          # subscribe, look at the table, sit down, buy in
     ...                        # it plays on its own (message callbacks + tasks)
     await bot.stop()           # keeps the seat; leave() gives it up
 
@@ -23,12 +29,11 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from studroom.domain import simulate
-from studroom.domain.commands import BuyIn, Command, Leave, SitDown, SitOut
-from studroom.domain.config import Stakes
+from studroom.domain.commands import Command, Leave, SitDown, SitOut
 from studroom.domain.errors import (
     ALREADY_LEAVING,
     ALREADY_SEATED,
@@ -51,9 +56,12 @@ from studroom.domain.events import (
     SitOutChanged,
     TurnStarted,
 )
+from studroom.domain.views import TableView
 
 from ..wire import protocol, subjects
 from ..wire.protocol import Reply
+from .bank import Bank
+from .client import TableClient
 from .decisions import Decisions
 from .messages import Received, decode_event
 from .stats import BAD_MESSAGE, BotStats
@@ -71,41 +79,42 @@ def _code(reply: Reply) -> str:
 class Bot:
     def __init__(
         self,
-        nc: Any,
-        client: Any,
+        client: TableClient,
         table_id: str,
         seat: int,
-        player: str,
         rng: random.Random,
         pace_ms: int = 0,
         *,
+        bank: Bank | None = None,
         buy_in_bets: int = 50,
         stats: BotStats | None = None,
         record: bool = True,
         count_hands: bool = False,
         stall_seconds: float = 3.0,
         timeout: float = 2.0,
-        js: Any = None,
     ) -> None:
-        self.nc = nc
+        if client.role != "player":
+            raise ValueError(f"a bot is a player, not a {client.role}")
         self.client = client
+        self.nc = client.nc
         self.table_id = subjects.check_name(table_id)
         self.seat = seat
-        self.player = subjects.check_name(player)
-        self.decisions = Decisions(seat, self.player, rng)
+        self.player = client.name
+        self.decisions = Decisions(seat, rng)
         self.pace = max(pace_ms, 0) / 1000
+        self.bank = bank
         self.buy_in_bets = buy_in_bets
         self.stats = stats if stats is not None else BotStats()
         self.record = record
         self.count_hands = count_hands
         self.stall_seconds = stall_seconds
         self.timeout = timeout
-        self.js = js
 
         # what it saw
         self.public: list[Received] = []
         self.private: list[Received] = []
         self.down_cards: list[tuple[int, str]] = []
+        self.view: TableView | None = None   # the latest answer to ViewTable
 
         # what it knows about its seat (the betting: self.decisions)
         self.seated = False
@@ -116,6 +125,7 @@ class Bot:
         self.hand_no = 0
         self.last_turn = 0                   # the highest turn number seen
         self.answered_turn = 0               # the last turn this bot answered
+        self.answering = 0                   # answers on their way (not yet replied)
         self.last_event_at = time.monotonic()
 
         self._subs: list[Any] = []
@@ -137,29 +147,27 @@ class Bot:
     def target_stack(self) -> int:
         return self.buy_in_bets * self.decisions.stakes.small_bet
 
-    async def start(self, *, stakes: Stakes | None = None, stack: int | None = None,
-                    seated: bool = False, subscribe_public: bool = True) -> None:
-        """Subscribe, sit down and buy in.  ``stakes``/``stack``/``seated``: what the
-        caller already knows of the table (e.g. the room after a restart).
-        ``subscribe_public=False``: the caller feeds the table's public messages in
-        (:meth:`take_public`), e.g. one subscription for all bots of a table."""
-        self.decisions.stakes = stakes or simulate.STAKES
+    async def start(self, *, subscribe_public: bool = True) -> None:
+        """Subscribe, look at the table, sit down (unless the seat is ours already), buy
+        in and answer the open turn.  ``subscribe_public=False``: the caller feeds the
+        table's public messages in (:meth:`take_public`), e.g. one subscription for all
+        bots of a table."""
         if subscribe_public:
             self._subs.append(await self.nc.subscribe(
                 subjects.public_events(self.table_id), cb=self._on_public))
         self._subs.append(await self.nc.subscribe(
             subjects.private_events(self.player, self.table_id), cb=self._on_private))
         await self.nc.flush()
-        if seated:
-            self.seated, self.stack = True, stack
-        else:
+        view = await self._look()
+        if not self.seated:
             await self._sit_down()
         if self.seated:
             await self._top_up_if_short()
-            if self.stack is None or self.stack > 0:
+            if self.sitting_out and (self.stack is None or self.stack > 0):
                 # A kept seat may have been left sitting out by a stopped top-up.
                 await self._sit_in()
-        await self._recover()
+        if view is not None:
+            self._answer_open_turn(view)
         self._watchdog = asyncio.create_task(self._watch())
 
     async def leave(self) -> None:
@@ -196,10 +204,10 @@ class Bot:
         if reply is None:
             return
         if reply.ok:
-            self.seated, self.stack = True, 0
+            self.seated, self.stack, self.sitting_out = True, 0, False
         elif _code(reply) in (SEAT_TAKEN, ALREADY_SEATED):
-            # A restart: the seat is (probably) ours already.  Its stack is learnt from
-            # the next hand; the watchdog buys in if nothing happens.
+            # Ours already, when the view could not tell: its stack is learnt from the
+            # next hand or view.
             self.seated, self.stack = True, None
 
     # ------------------------------------------------------------------- messages
@@ -296,23 +304,32 @@ class Bot:
     # -------------------------------------------------------------------- answers
 
     async def _answer(self, turn: TurnStarted) -> None:
-        if self.pace:
-            await asyncio.sleep(self.pace)
-        reply = await self._send(self.decisions.answer(turn), action=True)
-        if reply is not None and not reply.ok and _code(reply) == MUST_SHOW:
-            # R22: the last claimant may not muck.
-            await self._send(self.decisions.show(turn.turn), action=True)
+        self.answering += 1
+        try:
+            if self.pace:
+                await asyncio.sleep(self.pace)
+            reply = await self._send(self.decisions.answer(turn), action=True)
+            if reply is not None and not reply.ok and _code(reply) == MUST_SHOW:
+                # R22: the last claimant may not muck.
+                await self._send(self.decisions.show(), action=True)
+        finally:
+            self.answering -= 1
 
-    async def _answer_ante(self, turn: int) -> None:
-        if self.pace:
-            await asyncio.sleep(self.pace)
-        await self._send(self.decisions.post_ante(turn), action=True)
+    async def _answer_ante(self) -> None:
+        self.answering += 1
+        try:
+            if self.pace:
+                await asyncio.sleep(self.pace)
+            await self._send(self.decisions.post_ante(), action=True)
+        finally:
+            self.answering -= 1
 
     async def _sit_in(self) -> None:
         await self._send(SitOut(seat=self.seat, sitting_out=False), quiet={NO_CHANGE})
 
     async def _top_up_if_short(self) -> None:
-        """Buy chips up to the target when short; only between hands (R3)."""
+        """Have the bank credit chips up to the target when short; only between hands
+        (R3).  Without a bank it waits for someone to credit its seat."""
         if self._topping_up or not self.seated or self.stack is None:
             return
         if self.stack >= self.min_buy_in:
@@ -320,10 +337,12 @@ class Bot:
                 self._want_sit_in = False
                 await self._sit_in()
             return
+        if self.bank is None:
+            return
         self._topping_up = True
         try:
             amount = self.target_stack - self.stack
-            reply = await self._send(BuyIn(seat=self.seat, amount=amount), quiet={HAND_IN_PROGRESS})
+            reply = await self._credit(amount)
             if reply is None:
                 return
             if reply.ok:
@@ -341,8 +360,24 @@ class Bot:
     # -------------------------------------------------------------------- sending
 
     async def _send(self, command: Command, *, action: bool = False,
-                    quiet: set[str] | frozenset[str] = frozenset(), attempts: int = 4) -> Reply | None:
-        """Send a command; retry lost replies and the retryable codes.  Counts it in
+                    quiet: set[str] | frozenset[str] = frozenset()) -> Reply | None:
+        """Send one of our commands (a retry keeps its id: numbered here, once)."""
+        command = self.client.stamp(command)
+        return await self._ask(type(command).__name__,
+                               lambda: self.client.send(self.table_id, command, timeout=self.timeout),
+                               action=action, quiet=quiet)
+
+    async def _credit(self, amount: int) -> Reply | None:
+        """Chips for our seat from the bank (asked once: a bank numbers its own commands,
+        so asking again could credit twice)."""
+        assert self.bank is not None
+        bank = self.bank
+        return await self._ask("BuyIn", lambda: bank(self.table_id, self.seat, amount),
+                               quiet={HAND_IN_PROGRESS}, attempts=1)
+
+    async def _ask(self, what: str, request: Callable[[], Awaitable[Reply]], *, action: bool = False,
+                   quiet: set[str] | frozenset[str] = frozenset(), attempts: int = 4) -> Reply | None:
+        """Make a request; retry lost replies and the retryable codes.  Counts it in
         ``stats``.  Returns the Reply, or None when it never got one."""
         for attempt in range(attempts):
             if self._stopped:
@@ -350,12 +385,12 @@ class Bot:
             self.stats.commands += 1
             started = time.perf_counter()
             try:
-                reply = await self.client.send(self.table_id, command, timeout=self.timeout)
+                reply = await request()
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 (nats timeouts, no responders, closed)
                 code = protocol.TIMEOUT if isinstance(e, asyncio.TimeoutError) else type(e).__name__
-                log.debug("%s: %s on %s (attempt %d)", self.player, code, type(command).__name__, attempt)
+                log.debug("%s: %s on %s (attempt %d)", self.player, code, what, attempt)
                 if attempt + 1 == attempts:
                     self.stats.error(code)
                     return None
@@ -374,7 +409,7 @@ class Bot:
                 self.stats.refused_stale += 1
             elif code not in quiet and code != MUST_SHOW:
                 self.stats.error(code)
-                log.info("%s: %s refused: %s", self.player, type(command).__name__,
+                log.info("%s: %s refused: %s", self.player, what,
                          reply.error.message if reply.error else code)
             return reply
         return None
@@ -382,39 +417,60 @@ class Bot:
     # ------------------------------------------------------------------- recovery
 
     async def _watch(self) -> None:
-        """Look the table up when it has been quiet too long."""
+        """Look at the table again when the connection came back (messages may have
+        been lost meanwhile) or the table has been quiet too long."""
+        reconnects = self.nc.stats["reconnects"]
         while not self._stopped:
             await asyncio.sleep(max(self.stall_seconds / 3, 0.2))
             quiet = time.monotonic() - self.last_event_at
-            if quiet < self.stall_seconds + self.pace:
+            if self.nc.stats["reconnects"] == reconnects and quiet < self.stall_seconds + self.pace:
                 continue
+            reconnects = self.nc.stats["reconnects"]
             self.last_event_at = time.monotonic()
-            await self._recover(again=True)
-            if self.seated and self.stack is None:
-                # A kept seat whose stack we never learnt, on a table that does not
-                # play: maybe every other seat waits on our chips.
-                self.stack = 0
-                await self._top_up_if_short()
+            await self._recover()
 
-    async def _recover(self, again: bool = False) -> None:
-        """Answer the table's last public message if it is our turn (the relay's
-        JetStream stream keeps it)."""
-        if self.js is None:
+    async def _recover(self) -> None:
+        """Ask the table for its view, learn our seat from it, answer the open turn
+        if it waits on us, and top up if we are short between hands."""
+        view = await self._look()
+        if view is None:
             return
+        self._answer_open_turn(view, again=True)
+        if not self.in_hand:
+            await self._top_up_if_short()
+
+    async def _look(self) -> TableView | None:
+        """The table as we may see it (``ViewTable``), learnt; None when it did not answer."""
         try:
-            raw = await self.js.get_last_msg(subjects.PUBLIC_STREAM, subjects.public_events(self.table_id))
-        except Exception:  # noqa: BLE001 (no stream or no message yet)
+            view = await self.client.view(self.table_id, timeout=self.timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 (refused, unavailable, no table yet)
+            log.debug("%s: no view of %s: %s", self.player, self.table_id, e)
+            return None
+        self._learn(view)
+        return view
+
+    def _learn(self, view: TableView) -> None:
+        """What the view says of our seat."""
+        self.view = view
+        self.decisions.stakes = view.config.stakes
+        if view.hand_no != self.hand_no:
+            self.hand_no, self.posted = view.hand_no, False
+        mine = next((s for s in view.seats if s.seat == self.seat and s.player == self.player), None)
+        self.seated = mine is not None
+        if mine is not None:
+            self.stack, self.sitting_out = mine.stack, mine.sitting_out
+        players = view.hand.players if view.hand is not None else []
+        self.in_hand = any(p.seat == self.seat and p.player == self.player for p in players)
+        self.last_event_at = time.monotonic()
+
+    def _answer_open_turn(self, view: TableView, again: bool = False) -> None:
+        """Answer the view's open turn if it waits on us.  ``again``: also a turn we
+        answered already when no answer is on its way (it got lost)."""
+        turn = view.turn
+        if turn is None:
             return
-        try:
-            event = decode_event(raw.data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return
-        if not isinstance(event, TurnStarted):
-            return
-        if event.seat == self.seat and event.kind != "ante":
-            if again and event.turn == self.answered_turn:
-                # Our answer got lost: send it again (same command id, never twice).
-                self.answered_turn = event.turn - 1
-            if event.turn > self.answered_turn:
-                self.answered_turn = event.turn
-                self._spawn(self._answer(event))
+        if again and turn.turn == self.answered_turn and not self.answering:
+            self.answered_turn = turn.turn - 1
+        self._see(turn)

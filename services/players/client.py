@@ -1,52 +1,104 @@
-"""A small asyncio client of the table service (bots, tests, tools).
+"""An asyncio client of the table service, as one identity (players, operators,
+services; bots, tests, tools).
 
-    client = TableClient(nc)
+    client = TableClient(nc, "player", "alice")
     reply = await client.send("t1", Act(seat=3, action="call"))
     if not reply.ok: print(reply.error.code)
+    view = await client.view("t1")      # the table as alice may see it (her down cards too)
 
-``send`` encodes the command (:mod:`studroom.services.wire.protocol`), requests
-``studroom.cmd.<table>`` and decodes the :class:`~studroom.services.wire.protocol.Reply`.
-It retries what changed nothing (``protocol.RETRYABLE``, no responder, a NATS error)
-with a growing pause (50 ms doubling up to 1 s) for up to ``retry_for`` seconds, then
-answers ``unavailable``.  A command without an id gets a fresh ``command_id``, so that
-a retry after a timeout is never carried out twice: if it is refused with
-``duplicate_command``, the earlier attempt was carried out and ``send`` answers
-``Reply(ok=True, version=None)``.  See docs/design/players.md.
+``nc`` is connected with that identity's credentials (``runtime.process.connect``):
+the client sends to its own command subject, ``subjects.command_from(role, name,
+table)``, the only one the NATS server lets it publish to, and the table service reads
+the sender from that subject.
+
+``send`` gives a command without an id the next of the client's sequence ids
+(:mod:`.command_ids`, one counter for all its tables) and sends one command at a time
+per table, so that the ids reach the table in the order they were given.  It retries
+what changed nothing (``protocol.RETRYABLE``, no responder, a NATS error) with the
+same id and a growing pause (50 ms doubling up to 1 s) for up to ``retry_for``
+seconds, then answers ``unavailable``.  A retry after a timeout that is refused with
+``duplicate_command`` means the earlier attempt was carried out: ``send`` answers
+``Reply(ok=True, version=None)``.  ``view`` asks for the table as this identity may
+see it (``protocol.ViewTable``: no id, nothing changes), with the same retries.  See
+docs/design/players.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import nats.errors
+from studroom.domain.commands import Command
 from studroom.domain.errors import DUPLICATE_COMMAND
+from studroom.domain.views import TableView
 
 from ..wire import protocol, subjects
 from ..wire.protocol import ErrorBody, Reply
+from .command_ids import CommandIds
 
 FIRST_PAUSE = 0.05      # seconds before the first retry; doubled each time ...
 LONGEST_PAUSE = 1.0     # ... up to this
+
+C = TypeVar("C", bound=Command)
 
 
 def _unavailable(message: str) -> Reply:
     return Reply(ok=False, error=ErrorBody(protocol.UNAVAILABLE, message))
 
 
-class TableClient:
-    def __init__(self, nc: Any, *, retry_for: float = 10.0) -> None:
-        self.nc = nc
-        self.retry_for = retry_for
-        self.retries = 0          # how many attempts were repeated (all sends)
+class Refused(Exception):
+    """A request the table service did not answer as asked: ``code`` and ``message``."""
 
-    async def send(self, table_id: str, command: Any, timeout: float = 2.0) -> Reply:
-        if getattr(command, "command_id", "") is None:
-            command = msgspec.structs.replace(command, command_id=uuid.uuid4().hex)
-        subject = subjects.command(table_id)
-        data = protocol.encode_command(command)
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+_VIEW_TABLE = protocol.encode_command(protocol.ViewTable())
+
+
+class TableClient:
+    def __init__(self, nc: Any, role: str, name: str, *, retry_for: float = 10.0,
+                 ids: CommandIds | None = None) -> None:
+        self.nc = nc
+        self.role = role
+        self.name = subjects.check_name(name)
+        self.retry_for = retry_for
+        self.ids = ids or CommandIds()
+        self.retries = 0          # how many attempts were repeated (all sends)
+        self._sending: dict[str, asyncio.Lock] = {}      # per table: one command at a time
+
+    def subject(self, table_id: str) -> str:
+        """Where this identity sends a table's commands."""
+        return subjects.command_from(self.role, self.name, table_id)
+
+    def stamp(self, command: C) -> C:
+        """``command`` with the next sequence id, unless it has one (a retry keeps it)."""
+        if command.command_id is not None:
+            return command
+        return msgspec.structs.replace(command, command_id=self.ids.next())
+
+    async def send(self, table_id: str, command: Command, timeout: float = 2.0) -> Reply:
+        lock = self._sending.setdefault(table_id, asyncio.Lock())
+        async with lock:
+            data = protocol.encode_command(self.stamp(command))
+            return await self._request(self.subject(table_id), data, timeout)
+
+    async def view(self, table_id: str, timeout: float = 2.0) -> TableView:
+        """The table as this identity may see it; raises :class:`Refused` otherwise."""
+        reply = await self._request(self.subject(table_id), _VIEW_TABLE, timeout)
+        if reply.error is not None:
+            raise Refused(reply.error.code, reply.error.message)
+        if reply.view is None:
+            raise Refused(protocol.BAD_REPLY, "a reply to ViewTable without a view")
+        return reply.view
+
+    async def _request(self, subject: str, data: bytes, timeout: float) -> Reply:
+        """Request until a reply that is not retryable, or ``retry_for`` is over."""
         deadline = time.monotonic() + self.retry_for
         pause = FIRST_PAUSE
         timed_out = False

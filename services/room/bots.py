@@ -1,5 +1,7 @@
-"""The room's bots, all in this process: each table opened, its bots seated, one
-NATS connection and one public subscription per table."""
+"""The room's bots, all in this process, each a player with his own NATS connection
+and credentials; the room's operator ("floor") opens the tables and credits the
+bots' buy-ins; one spectator connection subscribes to each table's public subject
+and hands every message, decoded once, to the table's bots."""
 
 from __future__ import annotations
 
@@ -8,12 +10,14 @@ import contextlib
 import random
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from studroom.domain import errors
 from studroom.domain.commands import OpenTable
 
+from ..auth.authority import Authority
+from ..players.bank import OperatorBank
 from ..players.bot import Bot
 from ..players.client import TableClient
 from ..players.messages import decode_event
@@ -21,6 +25,9 @@ from ..players.stats import BAD_MESSAGE, BotStats
 from ..runtime import process
 from ..wire import protocol, subjects
 from .plans import TablePlan
+
+FLOOR: Final = "floor"          # the room's operator: opens tables, credits buy-ins
+SPECTATOR: Final = "public"     # the room's spectator identity: public events only
 
 
 async def open_table(client: Any, plan: TablePlan, deadline: float) -> None:
@@ -44,13 +51,17 @@ async def open_table(client: Any, plan: TablePlan, deadline: float) -> None:
 
 
 class Room:
-    """The bots of a room, in this process, on a running NATS with services."""
+    """The bots of a room, in this process, on a running NATS with services.
 
-    def __init__(self, nats_url: str, plans: Sequence[TablePlan], *, pace_ms: int = 0,
-                 seed: int | None = None, record: bool = False, keep_latencies: bool = True,
-                 stall_seconds: float = 3.0) -> None:
+    ``authority`` issues the identities (the floor, the spectator, each bot); None:
+    an open server without credentials (the "auth off" benchmark)."""
+
+    def __init__(self, nats_url: str, plans: Sequence[TablePlan], *, authority: Authority | None,
+                 pace_ms: int = 0, seed: int | None = None, record: bool = False,
+                 keep_latencies: bool = True, stall_seconds: float = 3.0) -> None:
         self.nats_url = nats_url
         self.plans = list(plans)
+        self.authority = authority
         self.pace_ms = pace_ms
         self.rng = random.Random(seed)
         self.record = record
@@ -62,23 +73,32 @@ class Room:
 
     async def start(self, open_timeout: float = 60.0) -> None:
         deadline = time.monotonic() + open_timeout
+        floor = await self._client("operator", FLOOR)
+        bank = OperatorBank(floor)
+        spectator = await self._connect("spectator", SPECTATOR)
         for plan in self.plans:
-            nc = await process.connect(self.nats_url, f"studroom-room-{plan.table_id}")
-            self._connections.append(nc)
-            client = TableClient(nc)
-            await open_table(client, plan, deadline)
-            js = nc.jetstream()
-            bots: list[Bot] = []
-            self._subs.append(await nc.subscribe(subjects.public_events(plan.table_id),
-                                                 cb=self._fan_out(bots)))
-            for i, (seat, player) in enumerate(plan.seats.items()):
-                bot = Bot(nc, client, plan.table_id, seat, player,
-                          random.Random(self.rng.getrandbits(64)), self.pace_ms,
-                          stats=self.stats, record=self.record, count_hands=i == 0,
-                          stall_seconds=self.stall_seconds, js=js)
-                bots.append(bot)
-                self.bots.append(bot)
-        await asyncio.gather(*(self._start_bot(bot) for bot in self.bots))
+            await open_table(floor, plan, deadline)
+            clients = await asyncio.gather(*(self._client("player", p) for p in plan.seats.values()))
+            bots = [
+                Bot(client, plan.table_id, seat, random.Random(self.rng.getrandbits(64)), self.pace_ms,
+                    bank=bank, stats=self.stats, record=self.record, count_hands=i == 0,
+                    stall_seconds=self.stall_seconds)
+                for i, (seat, client) in enumerate(zip(plan.seats, clients))
+            ]
+            self._subs.append(await spectator.subscribe(subjects.public_events(plan.table_id),
+                                                        cb=self._fan_out(bots)))
+            self.bots += bots
+        await spectator.flush()
+        await asyncio.gather(*(bot.start(subscribe_public=False) for bot in self.bots))
+
+    async def _connect(self, role: str, name: str) -> Any:
+        creds = None if self.authority is None else self.authority.ensure(role, name)
+        nc = await process.connect(self.nats_url, f"studroom-room-{role}-{name}", creds=creds)
+        self._connections.append(nc)
+        return nc
+
+    async def _client(self, role: str, name: str) -> TableClient:
+        return TableClient(await self._connect(role, name), role, name)
 
     def _fan_out(self, bots: list[Bot]) -> Any:
         """One subscription to a table's public subject for all its bots (decoded
@@ -94,12 +114,6 @@ class Room:
                 bot.take_public(msg, event)
 
         return deliver
-
-    async def _start_bot(self, bot: Bot) -> None:
-        plan = next(p for p in self.plans if p.table_id == bot.table_id)
-        kept = bot.seat in plan.kept
-        await bot.start(stakes=plan.config.stakes, stack=plan.kept.get(bot.seat), seated=kept,
-                        subscribe_public=False)
 
     async def stop(self) -> None:
         for sub in self._subs:

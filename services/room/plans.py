@@ -36,7 +36,7 @@ class TablePlan:
     table_id: str
     config: TableConfig
     seats: dict[int, str]                       # seat -> player to run a bot for
-    kept: dict[int, int] = field(default_factory=dict)   # seats already held: stack
+    kept: set[int] = field(default_factory=set)    # seats already held (their bots look up their stacks)
 
 
 def plan_tables(ids: Sequence[str], bots_per_table: int,
@@ -50,12 +50,9 @@ def plan_tables(ids: Sequence[str], bots_per_table: int,
         if table is not None and table.config is not None:
             config = table.config
             seats = {s: st.player for s, st in table.seats.items() if not st.leaving}
-            kept = {s: st.stack for s, st in table.seats.items() if not st.leaving}
-            if table.hand is not None:   # stacks behind: the hand in play still runs
-                kept = {s: (table.hand.players[s].stack if s in table.hand.players else k)
-                        for s, k in kept.items()}
+            kept = set(seats)
         else:
-            config, seats, kept = table_config(index), {}, {}
+            config, seats, kept = table_config(index), {}, set()
         limit = min(config.seat_count, GAMES[config.game].max_seats)
         for seat in range(config.seat_count):
             if len(seats) >= min(max(bots_per_table, len(kept)), limit):

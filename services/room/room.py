@@ -1,12 +1,15 @@
 """The room, start to end (``studroom room``; docs/design/room.md).
 
-1. Servers: the ones the settings name, embedded ones in the data folder for the others.
+1. Servers: the ones the settings name, embedded ones in the data folder for the others
+   (the embedded NATS in operator mode: no connection without credentials).
 2. Tables: planned from what the store holds (:mod:`.plans`).
-3. Services: table services, the relay and the timer service as child processes
-   (:mod:`..runtime.supervisor`).
-4. Play: the bots in this process (:mod:`.bots`), a progress line (:mod:`.progress`)
+3. Identities: the room's Authority (``<data dir>/auth``) issues credentials for each
+   service, the operator "floor", the spectator and each bot (kept for the next start).
+4. Services: table services, the relay and the timer service as child processes, each
+   with its own credentials (:mod:`..runtime.supervisor`).
+5. Play: the bots in this process (:mod:`.bots`), a progress line (:mod:`.progress`)
    until Ctrl-C, SIGTERM or the end of ``--for``.
-5. Summary: hands, actions, latency, errors, events stored, and the chip check over
+6. Summary: hands, actions, latency, errors, events stored, and the chip check over
    every table of the stores.  The data stays for the next start.
 """
 
@@ -16,7 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import re
 import signal
 import sys
 import time
@@ -27,14 +29,16 @@ from typing import IO, Any
 
 from studroom.projections.ledger.conservation import ChipCheck, check_tables
 
+from ..auth.authority import Authority, room_authority
 from ..runtime import process
+from ..runtime.credentials import masked_url
 from ..runtime.servers import servers
 from ..runtime.settings import Settings
 from ..runtime.stats import percentile
 from ..runtime.supervisor import Services, child_env
 from ..store.inspect import events_stored, load_tables, store_layout_problem
 from ..store.layout import store_schemas
-from .bots import Room
+from .bots import FLOOR, SPECTATOR, Room
 from .plans import TablePlan, plan_tables, table_ids
 from .progress import ActionRate, Progress, status_line
 
@@ -97,8 +101,9 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
 
     schemas = store_schemas(options.stores)
     ids = table_ids(options.tables)
+    authority = room_authority(settings.data_dir)
     with servers(settings) as (nats_url, database_url):
-        say(f"studroom room: NATS {nats_url}, PostgreSQL {_safe_url(database_url)}, "
+        say(f"studroom room: NATS {masked_url(nats_url)}, PostgreSQL {masked_url(database_url)}, "
             f"data {settings.data_dir}")
         problem = store_layout_problem(database_url, options.stores)
         if problem:
@@ -116,12 +121,15 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             + "; Ctrl-C stops")
         services = Services(child_env(nats_url, database_url, settings.data_dir),
                             settings.data_dir / "logs", instances=options.instances,
-                            stores=options.stores, timers=options.timers)
+                            stores=options.stores, timers=options.timers, authority=authority)
+        issued = issue_credentials(authority, plans, services)
+        say(f"credentials: {issued} identities in {authority.creds_dir} (services, operator "
+            f"{FLOOR!r}, spectator {SPECTATOR!r}, a player for each bot)")
         services.start()
         problems: list[str] = []
         result: RoomResult | None = None
         try:
-            result = asyncio.run(_play_until_signal(nats_url, plans, options, services, out))
+            result = asyncio.run(_play_until_signal(nats_url, authority, plans, options, services, out))
         except RuntimeError as e:
             problems.append(str(e))
         finally:
@@ -136,18 +144,27 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
     return 0 if chips.conserved and result is not None and not problems else 1
 
 
-async def _play_until_signal(nats_url: str, plans: Sequence[TablePlan], options: RoomOptions,
-                             services: Services, out: IO[str]) -> RoomResult:
+def issue_credentials(authority: Authority, plans: Sequence[TablePlan], services: Services) -> int:
+    """Every identity the room uses, issued unless it exists: how many there are."""
+    identities = services.identities() | {("operator", FLOOR), ("spectator", SPECTATOR)}
+    identities |= {("player", player) for plan in plans for player in plan.seats.values()}
+    for role, name in identities:
+        authority.ensure(role, name)
+    return len(identities)
+
+
+async def _play_until_signal(nats_url: str, authority: Authority, plans: Sequence[TablePlan],
+                             options: RoomOptions, services: Services, out: IO[str]) -> RoomResult:
     with process.stop_on_signals() as stop:
-        return await play(nats_url, plans, seconds=options.seconds, pace_ms=options.pace_ms,
+        return await play(nats_url, authority, plans, seconds=options.seconds, pace_ms=options.pace_ms,
                           stop=stop, progress=Progress(out, options.progress), services=services)
 
 
-async def play(nats_url: str, plans: Sequence[TablePlan], *, seconds: float | None,
-               pace_ms: int, stop: asyncio.Event, progress: Progress,
+async def play(nats_url: str, authority: Authority, plans: Sequence[TablePlan], *,
+               seconds: float | None, pace_ms: int, stop: asyncio.Event, progress: Progress,
                services: Services) -> RoomResult:
     """Seat the bots and let them play until ``stop`` or ``seconds``, showing progress."""
-    room = Room(nats_url, plans, pace_ms=pace_ms)
+    room = Room(nats_url, plans, authority=authority, pace_ms=pace_ms)
     stats = room.stats
     started = time.monotonic()
     try:
@@ -235,8 +252,3 @@ def _summary(say: Say, result: RoomResult | None, before: int, after: int, chips
         say(f"    {bad}")
     for problem in problems:
         say(f"  problem: {problem}")
-
-
-def _safe_url(url: str) -> str:
-    """The URL without a password."""
-    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)

@@ -1,6 +1,7 @@
 """The room's services as child processes: ``studroom serve table|relay|timer``, each
 in its own session (Ctrl-C reaches only the parent) with its log in a folder, stopped
-in order with SIGTERM."""
+in order with SIGTERM.  Each connects to NATS as its own service identity
+(``STUDROOM_NATS_CREDS``, issued by the room's Authority)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,16 @@ from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import IO
 
+from ..auth.authority import Authority
 from ..store.layout import store_schemas
-from .settings import Settings
+from .settings import NATS_CREDS_VAR, Settings
 
 SERVE = (sys.executable, "-m", "studroom.services.cli", "serve")
+
+
+def _service(command: list[str]) -> str:
+    """The service a ``studroom serve`` command line runs."""
+    return command[len(SERVE)]
 
 
 def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
@@ -32,7 +39,8 @@ class Services:
 
     ``name`` prefixes the processes' names (and the table services' instance ids);
     ``schema_prefix`` and ``lease_bucket`` give them stores and leases of their own
-    (tests, benchmarks)."""
+    (tests, benchmarks).  ``authority`` issues each service its credentials (the
+    identity ``service.<table|relay|timer>``); None: ``env`` says how they connect."""
 
     env: dict[str, str]
     log_dir: Path
@@ -43,6 +51,7 @@ class Services:
     name: str = "room"
     schema_prefix: str | None = None
     lease_bucket: str | None = None
+    authority: Authority | None = None
     procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = field(default_factory=list,
                                                                        init=False)
 
@@ -76,10 +85,21 @@ class Services:
         log_file.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(command)}\n".encode())
         log_file.flush()
         proc = subprocess.Popen(
-            command, env=self.env, stdin=subprocess.DEVNULL, stdout=log_file,
+            command, env=self.env_of(command), stdin=subprocess.DEVNULL, stdout=log_file,
             stderr=subprocess.STDOUT, start_new_session=True,
         )
         self.procs.append((name, proc, log_file))
+
+    def identities(self) -> set[tuple[str, str]]:
+        """The children's NATS identities: ``("service", "table" | "relay" | "timer")``."""
+        return {("service", _service(command)) for _, command in self.commands()}
+
+    def env_of(self, command: list[str]) -> dict[str, str]:
+        """The environment of one child: ``env``, and its own service credentials."""
+        if self.authority is None:
+            return self.env
+        creds = self.authority.ensure("service", _service(command))
+        return {**self.env, NATS_CREDS_VAR: str(creds)}
 
     def dead(self) -> list[str]:
         return [f"{name} (exit {proc.returncode})" for name, proc, _ in self.procs

@@ -22,7 +22,7 @@ class Seats:
     """One Decisions per seat, fed the table's public events as a bot gets them."""
 
     def __init__(self, players: int, seed: int) -> None:
-        self.of = {seat: Decisions(seat, f"p{seat}", random.Random(seed * 100 + seat)) for seat in range(players)}
+        self.of = {seat: Decisions(seat, random.Random(seed * 100 + seat)) for seat in range(players)}
 
     def see(self, events: list[Event]) -> TurnStarted | None:
         """Feed ``events``; the turn they started, if any."""
@@ -54,7 +54,7 @@ def _answer(table: Table, seats: Seats, turn: TurnStarted, sizes: dict[str, int]
         return table.execute(command)
     except DomainError as refused:
         assert refused.code == MUST_SHOW, refused     # R22: the one refusal a bot expects
-        return table.execute(decisions.show(turn.turn))
+        return table.execute(decisions.show())
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -76,15 +76,15 @@ def test_decisions_answer_every_turn_with_a_move_the_table_accepts_R12_sizes_too
 
 
 def test_the_bot_follows_the_stakes_of_the_table_opened() -> None:
-    decisions = Decisions(0, "p0", random.Random(1))
+    decisions = Decisions(0, random.Random(1))
     stakes = Stakes(ante=10, bring_in=20, small_bet=50, big_bet=100)
     decisions.see(TableOpened(table_id="t", config=TableConfig(game="seven_card_stud", stakes=stakes)))
     assert decisions.stakes == stakes
 
 
-def test_answers_carry_ids_named_after_the_turn() -> None:
-    decisions = Decisions(3, "bot-t1-3", random.Random(1))
+def test_answers_leave_their_ids_to_the_client_that_numbers_them() -> None:
+    decisions = Decisions(3, random.Random(1))
     turn = TurnStarted(turn=17, seat=3, kind="act", deadline_ms=0, options=["fold", "call"])
-    assert decisions.answer(turn).command_id == "bot-t1-3:17:turn"
-    assert decisions.show(17) == Show(seat=3, command_id="bot-t1-3:17:show")
-    assert decisions.post_ante(16) == PostAnte(seat=3, command_id="bot-t1-3:16:ante")
+    assert decisions.answer(turn).command_id is None
+    assert decisions.show() == Show(seat=3)
+    assert decisions.post_ante() == PostAnte(seat=3)

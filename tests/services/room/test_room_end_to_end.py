@@ -1,5 +1,7 @@
 """The room end to end: bots play over NATS against two table-service processes and
-the relay, on real servers; then the store is the judge.
+the relay, on real servers, with NATS authorization on (operator mode: every process
+and every bot connects as its own identity, with only its role's powers); then the
+store is the judge.
 
 * every table's stored events replay to a valid table (``Table.replay``);
 * every public message a bot received is exactly the public view of the stored event
@@ -9,7 +11,8 @@ the relay, on real servers; then the store is the judge.
 * chips are conserved at every table.
 
 And ``studroom room --tables 2 --for 10`` as a subprocess, on its own embedded
-servers in a fresh data folder, exits 0 and says the chips are conserved.
+servers in a fresh data folder, exits 0, says the chips are conserved and where the
+credentials are, and neither it nor its services' logs show any of them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 from studroom.domain import views
 from studroom.domain.events import (
@@ -41,12 +43,16 @@ from studroom.domain.events import (
 )
 from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
+from studroom.services.auth import jwt
+from studroom.services.auth.authority import Authority
 from studroom.services.players.messages import decode_event
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan, plan_tables, table_ids
+from studroom.services.runtime import process
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
+    NATS_CREDS_VAR,
     NATS_URL_VAR,
     Settings,
 )
@@ -126,15 +132,20 @@ def check_public_message(table_id: str, data: bytes, event: Event, version: int,
 
 
 class Spy:
-    """Everything the relay publishes for some tables, public and private."""
+    """Everything the relay publishes for some tables, public and private: an auditor
+    identity of the test's own, allowed to read both and to publish nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, authority: Authority, folder: Path) -> None:
+        token, seed = authority.user("auditor.spy", publish=[], subscribe=[
+            subjects.all_public_events(), subjects.all_private_events()])
+        self.creds = folder / "spy.creds"
+        self.creds.write_text(jwt.creds(token, seed))
         self.private: list[tuple[str, bytes, dict[str, str]]] = []
         self.public: dict[str, list[tuple[bytes, dict[str, str]]]] = defaultdict(list)
         self.nc: Any = None
 
     async def start(self, nats_url: str, table_ids: list[str]) -> None:
-        self.nc = await nats.connect(nats_url, name="studroom-test-spy")
+        self.nc = await process.connect(nats_url, "studroom-test-spy", creds=self.creds)
 
         async def on_private(msg: Any) -> None:
             self.private.append((msg.subject, msg.data, dict(msg.headers or {})))
@@ -152,11 +163,10 @@ class Spy:
         await self.nc.drain()
 
 
-async def _play(nats_url: str, database_url: str, plans: list[TablePlan],
-                schemas: list[str], spy: Spy) -> Room:
+async def _play(nats_url: str, authority: Authority, plans: list[TablePlan], spy: Spy) -> Room:
     ids = [p.table_id for p in plans]
     await spy.start(nats_url, ids)
-    room = Room(nats_url, plans, pace_ms=0, seed=2024, record=True)
+    room = Room(nats_url, plans, authority=authority, pace_ms=0, seed=2024, record=True)
     await room.start()
     deadline = time.monotonic() + PLAY_AT_MOST
     while room.stats.hands < ENOUGH_HANDS and time.monotonic() < deadline:
@@ -178,22 +188,22 @@ async def _play(nats_url: str, database_url: str, plans: list[TablePlan],
 # ------------------------------------------------------------------------- tests
 
 
-def test_bots_play_over_nats_with_two_table_services_and_the_relay(
-    settings: Settings, nats_url: str, database_url: str
+def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authorization(
+    settings: Settings, secure_nats_url: str, authority: Authority, database_url: str
 ) -> None:
     run = uuid.uuid4().hex[:6]
     prefix = f"itroom_{run}_p"
     schemas = store_schemas(2, prefix)
     ids = table_ids(TABLES, prefix=f"it{run}t")
     plans = plan_tables(ids, BOTS_PER_TABLE, {})
-    env = child_env(nats_url, database_url, settings.data_dir)
+    env = child_env(secure_nats_url, database_url, settings.data_dir)
     log_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-logs-"))
     services = Services(env, log_dir, instances=2, stores=2, name=f"it{run}",
-                                 schema_prefix=prefix, lease_bucket=f"itroom_{run}_leases")
-    spy = Spy()
+                        schema_prefix=prefix, lease_bucket=f"itroom_{run}_leases", authority=authority)
+    spy = Spy(authority, log_dir)
     services.start()
     try:
-        room = asyncio.run(_play(nats_url, database_url, plans, schemas, spy))
+        room = asyncio.run(_play(secure_nats_url, authority, plans, spy))
         assert not services.dead(), f"a service died: {services.dead()}; logs in {log_dir}"
     finally:
         problems = services.stop()
@@ -289,7 +299,7 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay(
 
 def test_room_command_runs_for_ten_seconds_and_conserves_chips() -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-cli-"))
-    env = {k: v for k, v in os.environ.items() if k not in (NATS_URL_VAR, DATABASE_URL_VAR)}
+    env = {k: v for k, v in os.environ.items() if k not in (NATS_URL_VAR, DATABASE_URL_VAR, NATS_CREDS_VAR)}
     env[DATA_DIR_VAR] = str(data_dir)
     try:
         result = subprocess.run(
@@ -303,5 +313,13 @@ def test_room_command_runs_for_ten_seconds_and_conserves_chips() -> None:
         summary = out[out.index("summary"):]
         hands = int(summary.split("hands")[1].split()[0])
         assert hands > 0, out
+        creds = data_dir / "auth" / "creds"
+        assert "credentials: " in out and str(creds) in out, out
+        issued = list(creds.glob("*.creds"))
+        assert len(issued) == 3 + 2 + 2 * 5        # table, relay, timer; floor, spectator; the bots
+        secrets = [line for f in issued for line in f.read_text().splitlines() if len(line) > 40]
+        secrets += [f.read_text().strip() for f in (data_dir / "auth").glob("*.nk")]
+        logs = "".join(f.read_text(errors="replace") for f in (data_dir / "logs").glob("*.log"))
+        assert not any(secret in out + result.stderr + logs for secret in secrets)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

@@ -1,11 +1,9 @@
 """The room's table plans: new tables in turn of the games, tables found in the store
-reused with their players and the stacks they have behind. No servers."""
+reused with their players (whose bots look up their stacks). No servers."""
 
 from __future__ import annotations
 
-import os
-
-from studroom.domain.commands import BuyIn, OpenTable, SitDown, StartHand
+from studroom.domain.commands import BuyIn, OpenTable, SitDown
 from studroom.domain.config import TableConfig
 from studroom.domain.events import Event
 from studroom.domain.games import GAMES
@@ -14,14 +12,14 @@ from studroom.domain.table import Table
 from studroom.services.room.plans import ROOM_GAMES, ROOM_RAKE, plan_tables, table_ids
 
 
-def _stored_table(table_id: str, buy_ins: dict[int, tuple[str, int]]) -> tuple[Table, list[Event]]:
+def _stored_table(table_id: str, buy_ins: dict[int, tuple[str, int]]) -> list[Event]:
     table = Table()
     config = TableConfig(game="five_card_stud", stakes=STAKES)
     events = table.execute(OpenTable(table_id=table_id, config=config))
     for seat, (player, amount) in buy_ins.items():
         events += table.execute(SitDown(seat=seat, player=player))
         events += table.execute(BuyIn(seat=seat, amount=amount))
-    return table, events
+    return events
 
 
 def test_table_ids_are_numbered_and_as_wide_as_needed() -> None:
@@ -35,7 +33,7 @@ def test_new_tables_take_the_games_in_turn_and_seat_the_bots() -> None:
     assert [p.config.game for p in plans] == [*ROOM_GAMES, ROOM_GAMES[0]]
     assert all(p.config.rake == ROOM_RAKE and p.config.stakes == STAKES for p in plans)
     assert plans[0].seats == {0: "t01-p0", 1: "t01-p1", 2: "t01-p2"}
-    assert all(p.kept == {} for p in plans)
+    assert all(p.kept == set() for p in plans)
 
 
 def test_never_more_bots_than_the_game_seats_R2() -> None:
@@ -44,23 +42,15 @@ def test_never_more_bots_than_the_game_seats_R2() -> None:
         assert len(plan.seats) == min(config.seat_count, GAMES[config.game].max_seats)
 
 
-def test_a_stored_table_keeps_its_config_players_and_stacks() -> None:
-    _, events = _stored_table("t01", {2: ("alice", 500), 5: ("bob", 700)})
+def test_a_stored_table_keeps_its_config_and_players() -> None:
+    events = _stored_table("t01", {2: ("alice", 500), 5: ("bob", 700)})
     [plan] = plan_tables(["t01"], 3, {"t01": events})
     assert plan.config.game == "five_card_stud"          # its own, not the room's first game
     assert plan.seats == {0: "t01-p0", 2: "alice", 5: "bob"}
-    assert plan.kept == {2: 500, 5: 700}
+    assert plan.kept == {2, 5}
 
 
 def test_every_player_of_a_stored_table_gets_a_bot_even_beyond_bots_per_table() -> None:
-    _, events = _stored_table("t01", {2: ("alice", 500), 5: ("bob", 700)})
+    events = _stored_table("t01", {2: ("alice", 500), 5: ("bob", 700)})
     [plan] = plan_tables(["t01"], 1, {"t01": events})
     assert plan.seats == {2: "alice", 5: "bob"}
-
-
-def test_a_hand_in_play_leaves_the_stacks_behind_R5() -> None:
-    table, events = _stored_table("t01", {2: ("alice", 500), 5: ("bob", 700)})
-    events += table.execute(StartHand(seed=os.urandom(32).hex()))   # both post the ante
-    assert table.hand is not None
-    [plan] = plan_tables(["t01"], 2, {"t01": events})
-    assert plan.kept == {2: 500 - STAKES.ante, 5: 700 - STAKES.ante}

@@ -1,0 +1,129 @@
+"""A bot under the permissions, against a fake table (no servers): it looks at its
+table first (ViewTable), credits chips only through the bank it was handed (a player
+may not buy himself in), and answers an open turn the view shows it."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+from studroom.domain.commands import Act, BuyIn, SitDown
+from studroom.domain.config import TableConfig
+from studroom.domain.events import TurnStarted
+from studroom.domain.simulate import STAKES
+from studroom.domain.views import SeatView, TableView
+from studroom.services.players.bank import OperatorBank
+from studroom.services.players.bot import Bot
+from studroom.services.players.client import TableClient
+from studroom.services.wire import protocol, subjects
+
+CONFIG = TableConfig(game="seven_card_stud", stakes=STAKES)
+
+
+class FakeTable:
+    """A NATS connection to one table: answers ViewTable with ``view`` and every
+    command ``ok``; records the requests (subject, decoded body)."""
+
+    def __init__(self, view: TableView) -> None:
+        self.view = view
+        self.requests: list[tuple[str, Any]] = []
+        self.stats = {"reconnects": 0}
+
+    async def subscribe(self, subject: str, cb: Any) -> Any:
+        return SimpleNamespace(unsubscribe=_nothing)
+
+    async def flush(self) -> None:
+        pass
+
+    async def request(self, subject: str, data: bytes, timeout: float) -> Any:
+        request = protocol.decode_request(data)
+        self.requests.append((subject, request))
+        if isinstance(request, protocol.ViewTable):
+            return SimpleNamespace(data=msgspec.json.encode(protocol.Reply(ok=True, view=self.view)))
+        return SimpleNamespace(data=protocol.ok(len(self.requests)))
+
+    def commands(self) -> list[Any]:
+        return [r for _, r in self.requests if not isinstance(r, protocol.ViewTable)]
+
+
+async def _nothing() -> None:
+    pass
+
+
+class Bank:
+    """Records what it was asked to credit; answers ``ok``."""
+
+    def __init__(self) -> None:
+        self.credits: list[tuple[str, int, int]] = []
+
+    async def __call__(self, table_id: str, seat: int, amount: int) -> protocol.Reply:
+        self.credits.append((table_id, seat, amount))
+        return protocol.Reply(ok=True, version=1)
+
+
+def _view(seats: list[SeatView], turn: TurnStarted | None = None) -> TableView:
+    return TableView(table_id="t1", config=CONFIG, version=3, hand_no=0, button=None,
+                     seats=seats, turn=turn)
+
+
+def _start(nc: FakeTable, bank: Any, seat: int = 2) -> Bot:
+    async def run() -> Bot:
+        bot = Bot(TableClient(nc, "player", "bob"), "t1", seat, random.Random(1), bank=bank,
+                  stall_seconds=60)
+        await bot.start()
+        await asyncio.sleep(0.05)            # answers run as tasks
+        await bot.stop()
+        return bot
+
+    return asyncio.run(run())
+
+
+def test_a_bot_sits_down_and_has_its_bank_credit_the_buy_in_never_itself() -> None:
+    nc, bank = FakeTable(_view([])), Bank()
+    bot = _start(nc, bank)
+    assert isinstance(nc.requests[0][1], protocol.ViewTable)            # it looked first
+    assert SitDown(seat=2, player="bob", auto_ante=True) in [
+        msgspec.structs.replace(c, command_id=None) for c in nc.commands()]
+    assert not any(isinstance(c, BuyIn) for c in nc.commands())         # never as a player
+    assert bank.credits == [("t1", 2, bot.target_stack)]
+    assert bot.seated and bot.stack == bot.target_stack
+    assert {s for s, _ in nc.requests} == {subjects.command_from("player", "bob", "t1")}
+
+
+def test_without_a_bank_a_bot_waits_to_be_credited() -> None:
+    nc = FakeTable(_view([]))
+    bot = _start(nc, None)
+    assert bot.seated and bot.stack == 0
+    assert not any(isinstance(c, BuyIn) for c in nc.commands())
+
+
+def test_a_kept_seat_is_learnt_from_the_view_and_its_open_turn_answered() -> None:
+    turn = TurnStarted(turn=5, seat=2, kind="act", deadline_ms=0, options=["fold", "call"])
+    nc, bank = FakeTable(_view([SeatView(2, "bob", 900, False)], turn)), Bank()
+    bot = _start(nc, bank)
+    assert bot.seated and bot.stack == 900 and bank.credits == []
+    commands = nc.commands()
+    assert not any(isinstance(c, SitDown) for c in commands)             # the seat is his
+    [answer] = [c for c in commands if isinstance(c, Act)]
+    assert answer.seat == 2 and answer.action in turn.options
+    ids = [int(c.command_id) for c in commands]
+    assert ids == sorted(set(ids))                                        # the client's sequence
+
+
+def test_the_operator_bank_credits_as_the_operator() -> None:
+    nc = FakeTable(_view([]))
+    reply = asyncio.run(OperatorBank(TableClient(nc, "operator", "floor"))("t1", 4, 500))
+    assert reply.ok
+    [(subject, command)] = nc.requests
+    assert subject == subjects.command_from("operator", "floor", "t1")
+    assert isinstance(command, BuyIn) and (command.seat, command.amount) == (4, 500)
+    assert command.command_id is not None
+
+
+def test_only_an_operator_is_a_bank() -> None:
+    with pytest.raises(ValueError, match="operator"):
+        OperatorBank(TableClient(FakeTable(_view([])), "player", "bob"))
