@@ -37,17 +37,21 @@ def numbered(command: Command) -> Command:
     return msgspec.structs.replace(command, command_id=str(next(IDS)))
 
 
-def table_in_hand(players: int = 3, auto_deal: bool = True) -> tuple[Table, TurnStarted]:
-    """A table whose first betting round waits for the bring-in (set up by the room itself)."""
+def between_hands(players: int = 2, auto_deal: bool = True) -> Table:
+    """A table with players seated and bought in, no hand yet (set up by the room itself)."""
     table = Table()
     table.execute(OpenTable(table_id="t1", config=TableConfig(game="seven_card_stud", stakes=STAKES,
                                                               auto_deal=auto_deal)))
     for seat in range(players):
         table.execute(SitDown(seat=seat, player=f"p{seat}"))
         table.execute(BuyIn(seat=seat, amount=1000))
-    events = table.execute(StartHand(seed=SEED) if auto_deal else StartHand())
-    if not auto_deal:
-        events += table.execute(DealStreet())
+    return table
+
+
+def table_in_hand() -> tuple[Table, TurnStarted]:
+    """Three players; the first betting round waits for the bring-in."""
+    table = between_hands(3)
+    events = table.execute(StartHand(seed=SEED))
     turn = next(e for e in reversed(events) if isinstance(e, TurnStarted))
     return table, turn
 
@@ -88,11 +92,7 @@ def test_R3_a_player_may_not_buy_in_for_himself():
 
 
 def test_R32_a_player_may_not_start_a_hand_with_his_seed_or_deck():
-    table = Table()
-    table.execute(OpenTable(table_id="t1", config=CONFIG))
-    for seat in range(2):
-        table.execute(SitDown(seat=seat, player=f"p{seat}"))
-        table.execute(BuyIn(seat=seat, amount=1000))
+    table = between_hands()
     refused(table, StartHand(seed=SEED), player(0))
     refused(table, StartHand(deck=["As", "Ks", "Qs"]), player(1))
 
@@ -145,22 +145,13 @@ def test_R3_an_operator_credits_chips_and_seats_a_player_out_or_away():
 
 
 def test_R32_an_operator_never_starts_an_online_tables_hand():
-    table = Table()
-    table.execute(OpenTable(table_id="t1", config=CONFIG))
-    for seat in range(2):
-        table.execute(SitDown(seat=seat, player=f"p{seat}"))
-        table.execute(BuyIn(seat=seat, amount=1000))
+    table = between_hands()
     refused(table, StartHand(seed=SEED), FLOOR)
     refused(table, StartHand(), FLOOR)
 
 
 def test_R28_an_operator_starts_and_deals_a_live_dealers_hand_without_seed_or_deck():
-    table = Table()
-    table.execute(OpenTable(table_id="t1", config=TableConfig(game="seven_card_stud", stakes=STAKES,
-                                                              auto_deal=False)))
-    for seat in range(2):
-        table.execute(SitDown(seat=seat, player=f"p{seat}"))
-        table.execute(BuyIn(seat=seat, amount=1000))
+    table = between_hands(auto_deal=False)
     refused(table, StartHand(seed=SEED), FLOOR)
     refused(table, StartHand(deck=[]), FLOOR)
     assert table.execute(numbered(StartHand()), by=FLOOR)
@@ -190,3 +181,10 @@ def test_a_sender_whose_name_is_no_name_is_forbidden(name: str):
     table, turn = table_in_hand()
     refused(table, Act(seat=turn.seat, action="bring_in"), Sender("player", name))
     refused(table, BuyIn(seat=0, amount=100), Sender("operator", name))
+
+
+@pytest.mark.parametrize("command", [Act(seat=0, action="fold"), SitOut(seat=0), BuyIn(seat=0, amount=100),
+                                     OpenTable(table_id="t1", config=CONFIG)], ids=lambda c: type(c).__name__)
+def test_a_spectator_sends_nothing(command: Command):
+    table, _ = table_in_hand()
+    refused(table, command, Sender("spectator", "public"))  # type: ignore[arg-type]
