@@ -1,8 +1,11 @@
-"""Who may see what (rules R23, R33): the public and the private copies of an event.
+"""Who may see what (rules R23, R33): the public and the private copies of an event,
+and a whole table as one player may see it.
 
 Events are the dealer's view.  What is secret is declared on the event types
 (``__secret__`` fields, and ``DealtCard.card`` unless the card is up), so these views
 are derived mechanically and a new event type cannot leak by forgetting a rule here.
+A table's view (:func:`table_view`, what a reconnecting player asks for) is built from
+the public facts only, plus the viewer's own down cards.
 """
 
 from __future__ import annotations
@@ -11,7 +14,11 @@ from collections.abc import Callable
 
 import msgspec
 
-from .events import CardsDealt, DealtCard, Event
+from .cards import show, show_many
+from .config import TableConfig
+from .events import CardsDealt, DealtCard, Event, TurnStarted
+from .hand import HandPlayer, HandState
+from .table import Table
 
 _DEFAULTS: dict[type, dict[str, Callable[[], object]]] = {}
 
@@ -65,3 +72,104 @@ def owners_of_private_cards(event: Event) -> list[int]:
     if isinstance(event, CardsDealt):
         return sorted({d.seat for d in event.cards if not d.up})
     return []
+
+
+# --- a table as one player may see it (a (re)connecting client's ViewTable) ----------
+
+
+class SeenCard(msgspec.Struct, frozen=True, array_like=True):
+    """One of a player's cards as the viewer sees it: ``card`` None is a down card
+    that is not his."""
+
+    card: str | None
+    up: bool
+
+
+class SeatView(msgspec.Struct, frozen=True):
+    seat: int
+    player: str
+    stack: int                    # his chips (during a hand: as it began)
+    sitting_out: bool
+
+
+class PlayerInHand(msgspec.Struct, frozen=True):
+    seat: int
+    player: str
+    cards: list[SeenCard]         # in the order dealt
+    stack: int                    # chips behind: not put in yet
+    bet: int                      # chips put in this betting round
+    folded: bool
+    all_in: bool
+
+
+class HandView(msgspec.Struct, frozen=True):
+    hand_no: int
+    street: int                   # -1 before the first deal
+    pot: int                      # every chip put in so far, this round's bets included
+    players: list[PlayerInHand]   # dealing order
+    community: list[str] = []     # R17: a community card instead of a street
+
+
+class TableView(msgspec.Struct, frozen=True):
+    """A table as the viewer may see it: public state, plus, when he is ``seat``, his
+    own down cards (R23, R33); never another player's down card unless he showed it,
+    never the deck or the seed."""
+
+    table_id: str
+    config: TableConfig
+    version: int
+    hand_no: int                  # the hand in play, else the last one played
+    button: int | None
+    seats: list[SeatView]
+    seat: int | None = None       # the viewer's seat
+    hand: HandView | None = None
+    turn: TurnStarted | None = None   # the open turn: whose, what he may do, until when
+
+
+def seat_of(table: Table, player: str) -> int | None:
+    """The seat whose cards are ``player``'s: the one he was dealt in at (he may have
+    left during the hand), else the one he sits in."""
+    if table.hand is not None:
+        for p in table.hand.players.values():
+            if p.player == player:
+                return p.seat
+    for seat, state in table.seats.items():
+        if state.player == player:
+            return seat
+    return None
+
+
+def table_view(table: Table, seat: int | None) -> TableView:
+    """The opened ``table`` as the player in ``seat`` may see it (None: anyone)."""
+    assert table.table_id is not None and table.config is not None
+    hand = table.hand
+    open_turn = table.last_turn if hand is not None and hand.turn_kind is not None else None
+    return TableView(
+        table_id=table.table_id,
+        config=table.config,
+        version=table.version,
+        hand_no=hand.hand_no if hand is not None else table.hand_no,
+        button=hand.button if hand is not None else table.button,
+        seats=[SeatView(s, st.player, st.stack, st.sitting_out) for s, st in sorted(table.seats.items())],
+        seat=seat,
+        hand=None if hand is None else _hand_view(hand, seat),
+        turn=open_turn,
+    )
+
+
+def _hand_view(hand: HandState, viewer: int | None) -> HandView:
+    players = [hand.players[s] for s in hand.order]
+    return HandView(
+        hand_no=hand.hand_no,
+        street=hand.street,
+        pot=sum(p.contributed for p in hand.players.values()),
+        players=[_player_view(p, p.seat == viewer) for p in players],
+        community=show_many(hand.community),
+    )
+
+
+def _player_view(p: HandPlayer, own: bool) -> PlayerInHand:
+    """His cards: the up ones, and the down ones to himself or once he showed them."""
+    seen = own or p.showed
+    cards = [SeenCard(show(card) if up or seen else None, up) for card, up in zip(p.cards, p.up)]
+    return PlayerInHand(p.seat, p.player, cards, p.stack, p.round_bet, p.folded, p.all_in)

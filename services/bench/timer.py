@@ -86,9 +86,8 @@ class FakeTable:
             self.requests += 1
             await msg.respond(reply)
 
-        # Mapped (studroom.cmd.<t> -> studroom.pcmd.<p>.<t>) and unmapped servers.
-        for subject in ("studroom.pcmd.*.*", "studroom.cmd.*"):
-            self._subs.append(await nc.subscribe(subject, cb=answer))
+        # Every partition (the server maps each sender's command subject there).
+        self._subs.append(await nc.subscribe(f"{subjects.PREFIX}.pcmd.>", cb=answer))
         await nc.flush()
 
 
@@ -168,7 +167,7 @@ async def baseline_request_reply(nc: Any, n: int) -> Row:
 
     async def one(i: int) -> None:
         started = time.perf_counter()
-        await nc.request(subjects.command(f"base{i}"), data, timeout=10)
+        await nc.request(subjects.command_from("service", "timer", f"base{i}"), data, timeout=10)
         latencies.append((time.perf_counter() - started) * 1000)
 
     start = time.perf_counter()

@@ -73,11 +73,12 @@ async def serve_table(
     """Run one table-service instance until ``stop`` is set.
 
     ``settings`` name the NATS and PostgreSQL servers (embedded ones are started in
-    ``settings.data_dir`` when unset). ``partitions`` must match the server's subject
+    ``settings.data_dir`` when unset) and the service's NATS credentials. ``partitions`` must match the server's subject
     mapping and ``stores`` must be the same for every instance of an installation:
     tables live in schema ``{schema_prefix}{partition % stores}``.
     """
     from ..runtime import process
+    from ..runtime.credentials import credentials
     from ..runtime.servers import servers
     from ..store.postgres import PostgresEventStore
     from .service import TableService
@@ -94,7 +95,8 @@ async def serve_table(
             )
             stack.callback(store.close)
             event_stores.append(store)
-        nc = await process.connect(nats_url, f"studroom-table-{instance_id}")
+        nc = await process.connect(nats_url, f"studroom-table-{instance_id}",
+                                   creds=credentials(settings, "service", "table"))
         service = TableService(
             nc, event_stores, instance_id=instance_id, partitions=partitions, pause_ms=pause_ms,
             lease_ttl=lease_ttl, lease_bucket=lease_bucket,

@@ -1,10 +1,13 @@
 """The table service's core: commands in, events stored, a reply out. No NATS here.
 
-:class:`CommandHandler` decodes and checks a command, runs it on the table (cached, or
-replayed from the store), starts the next hand when it is due
-(``Table.next_hand_due``) and appends the events of a whole batch of tables in ONE
-``store.append``, with optimistic concurrency; a conflict retries each command alone.
-The steps, the error codes and the retry rules: docs/design/table-service.md.
+:class:`CommandHandler` decodes and checks a request, runs its command on the table
+(cached, or replayed from the store) as its sender (``Table.execute(command, by=...)``:
+the domain decides his powers and his command ids), dated by the service's clock,
+starts the next hand when it is due (``Table.next_hand_due``) and appends the events
+of a whole batch of tables in ONE ``store.append``, with optimistic concurrency; a
+conflict retries each command alone.  A ``ViewTable`` request is answered with the
+table as its sender may see it.  The steps, the error codes and the retry rules:
+docs/design/table-service.md.
 
 Not thread-safe: one thread per handler (the table service runs each store's
 handler on its own single worker thread).
@@ -18,17 +21,22 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import msgspec
 
+from studroom.domain.authority import Sender
 from studroom.domain.commands import Command, OpenTable, StartHand
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.table import Table
+from studroom.domain.views import seat_of, table_view
 
 from ..store.port import EventStore, VersionConflict
 from ..wire import protocol, subjects
-from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, ErrorBody, Reply
+from ..wire.protocol import (
+    BAD_REQUEST, CONFLICT, INTERNAL, MAX_REQUEST_BYTES, UNKNOWN_TABLE, ErrorBody, Reply, ViewTable,
+)
 
 log = logging.getLogger(__name__)
 
@@ -52,25 +60,39 @@ def error_reply(code: str, message: str) -> Reply:
     return Reply(ok=False, error=ErrorBody(code, message))
 
 
-def decode_request(table_id: str, data: bytes | bytearray | memoryview) -> Command:
-    """The command in a request's body for ``table_id``, or :class:`BadRequest`."""
+Request = Command | ViewTable
+
+
+class Submission(NamedTuple):
+    """One request for a table: its body (or the decoded request) and who sent it
+    (None: the room's own code, trusted)."""
+
+    table_id: str
+    message: bytes | Request
+    sender: Sender | None = None
+
+
+def decode_request(table_id: str, data: bytes | bytearray | memoryview) -> Request:
+    """The request in a body for ``table_id``, or :class:`BadRequest`."""
     try:
         subjects.check_name(table_id)
     except subjects.BadName as e:
         raise BadRequest(str(e)) from None
+    if len(data) > MAX_REQUEST_BYTES:
+        raise BadRequest(f"a request is at most {MAX_REQUEST_BYTES} bytes, not {len(data)}")
     try:
-        command = protocol.decode_command(bytes(data))
+        request = protocol.decode_request(bytes(data))
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise BadRequest(f"not a table command: {e}") from None
-    return check_command(table_id, command)
+        raise BadRequest(f"not a table request: {e}") from None
+    return check_request(table_id, request)
 
 
-def check_command(table_id: str, command: object) -> Command:
-    if not isinstance(command, Command):
-        raise BadRequest(f"not a table command: {type(command).__name__}")
-    if isinstance(command, OpenTable) and command.table_id != table_id:
-        raise BadRequest(f"OpenTable names table {command.table_id!r}, sent to {table_id!r}")
-    return command
+def check_request(table_id: str, request: object) -> Request:
+    if not isinstance(request, (Command, ViewTable)):
+        raise BadRequest(f"not a table request: {type(request).__name__}")
+    if isinstance(request, OpenTable) and request.table_id != table_id:
+        raise BadRequest(f"OpenTable names table {request.table_id!r}, sent to {table_id!r}")
+    return request
 
 
 @dataclass(slots=True)
@@ -157,33 +179,35 @@ class CommandHandler:
 
     # -- commands
 
-    def handle(self, table_id: str, message: bytes | Command) -> Reply:
-        """One command, one append."""
-        return self.handle_batch([(table_id, message)])[0].reply
+    def handle(self, table_id: str, message: bytes | Request, by: Sender | None = None) -> Reply:
+        """One request, one append."""
+        return self.handle_batch([Submission(table_id, message, by)])[0].reply
 
-    def handle_batch(self, items: Sequence[tuple[str, bytes | Command]]) -> list[Outcome]:
+    def handle_batch(self, items: Sequence[Submission]) -> list[Outcome]:
         """Execute every command and append all their events in one transaction.
 
         Commands of the same table run one after the other in item order (each on the
-        state the previous left). Replies are decided only after the append."""
+        state the previous left; a view shows that state too: the worker never puts
+        two requests of one table in a batch).  Replies are decided only after the
+        append."""
         outcomes: list[Outcome | None] = [None] * len(items)
-        commands: list[Command | None] = [None] * len(items)
+        requests: list[Request | None] = [None] * len(items)
         staged: dict[str, _Staged] = {}
         versions: list[int] = [0] * len(items)
-        for i, (table_id, message) in enumerate(items):
+        for i, (table_id, message, sender) in enumerate(items):
             self.stats.commands += 1
             try:
-                command = (
-                    check_command(table_id, message)
-                    if isinstance(message, Command)
-                    else decode_request(table_id, message)
+                request = (
+                    decode_request(table_id, message)
+                    if isinstance(message, (bytes, bytearray, memoryview))
+                    else check_request(table_id, message)
                 )
             except BadRequest as e:
                 outcomes[i] = Outcome(error_reply(BAD_REQUEST, e.message))
                 self.stats.refused += 1
                 continue
-            commands[i] = command
-            outcome = self._stage(table_id, command, staged)
+            requests[i] = request
+            outcome = self._stage(table_id, request, sender, staged)
             if outcome is not None:
                 outcomes[i] = outcome
             else:
@@ -195,8 +219,8 @@ class CommandHandler:
             except VersionConflict as conflict:
                 self.stats.conflicts += 1
                 log.info("version conflict on %s: retrying %d commands one by one",
-                         conflict.stream_ids, sum(c is not None for c in commands))
-                return self._retry_alone(items, commands, outcomes, staged)
+                         conflict.stream_ids, sum(r is not None for r in requests))
+                return self._retry_alone(items, requests, outcomes, staged)
             except Exception:   # noqa: BLE001 (the store failed: nothing is known to be written)
                 log.exception("append of %d tables failed", len(batch))
                 self.stats.internal_errors += 1
@@ -216,14 +240,15 @@ class CommandHandler:
         result: list[Outcome] = []
         for i, outcome in enumerate(outcomes):
             if outcome is None:
-                s = staged[items[i][0]]
+                s = staged[items[i].table_id]
                 due = self.auto_start and self.pause_ms > 0 and not s.dirty and s.table.next_hand_due()
                 outcome = Outcome(Reply(ok=True, version=versions[i]), start_due=due)
             result.append(outcome)
         return result
 
-    def _stage(self, table_id: str, command: Command, staged: dict[str, _Staged]) -> Outcome | None:
-        """Execute one command into ``staged``; an Outcome if it is refused."""
+    def _stage(self, table_id: str, request: Request, sender: Sender | None,
+               staged: dict[str, _Staged]) -> Outcome | None:
+        """Execute one command into ``staged``; an Outcome if it is refused (or is a view)."""
         s = staged.get(table_id)
         if s is None:
             cached = self.cache.get(table_id)
@@ -238,14 +263,15 @@ class CommandHandler:
         if s.dirty:
             return Outcome(error_reply(INTERNAL, "an earlier command of this batch failed"))
         table = s.table
-        if table.version == 0 and not isinstance(command, OpenTable):
+        if table.version == 0 and not isinstance(request, OpenTable):
             self.stats.refused += 1
             return Outcome(error_reply(UNKNOWN_TABLE, f"there is no table {table_id!r}"))
-        if command.now_ms == 0:
-            command = msgspec.structs.replace(command, now_ms=self.clock())
+        if isinstance(request, ViewTable):
+            return Outcome(_view_reply(table, sender))
+        command = msgspec.structs.replace(request, now_ms=self.clock())   # the service's clock, never the sender's
         try:
             try:
-                events = table.execute(command)
+                events = table.execute(command, by=sender)
             except DomainError:
                 if not (self.verify_refusals and not s.from_store and not s.events):
                     raise
@@ -257,7 +283,7 @@ class CommandHandler:
                     table.apply(event)
                 s.expected = table.version
                 s.from_store = True
-                events = table.execute(command)
+                events = table.execute(command, by=sender)
         except DomainError as refusal:
             self.stats.refused += 1
             due = self.auto_start and not s.events and table.next_hand_due()
@@ -292,8 +318,8 @@ class CommandHandler:
 
     def _retry_alone(
         self,
-        items: Sequence[tuple[str, bytes | Command]],
-        commands: list[Command | None],
+        items: Sequence[Submission],
+        requests: list[Request | None],
         outcomes: list[Outcome | None],
         staged: dict[str, _Staged],
     ) -> list[Outcome]:
@@ -301,17 +327,17 @@ class CommandHandler:
         executed and appended on its own (a second conflict: reload, retry once)."""
         for table_id in staged:
             self.drop(table_id)
-        for table_id, _ in items:
-            self.drop(table_id)
+        for item in items:
+            self.drop(item.table_id)
         result: list[Outcome] = []
-        for i, (table_id, _) in enumerate(items):
-            command = commands[i]
-            if command is None:                      # bad request: stands
+        for i, (table_id, _, sender) in enumerate(items):
+            request = requests[i]
+            if request is None:                      # bad request: stands
                 result.append(outcomes[i])           # type: ignore[arg-type]
                 continue
             for attempt in range(2):
                 one: dict[str, _Staged] = {}
-                outcome = self._stage(table_id, command, one)
+                outcome = self._stage(table_id, request, sender, one)
                 if outcome is not None:
                     break
                 s = one[table_id]
@@ -341,3 +367,9 @@ class CommandHandler:
                 break
             result.append(outcome)                   # type: ignore[arg-type]
         return result
+
+
+def _view_reply(table: Table, sender: Sender | None) -> Reply:
+    """The table as ``sender`` may see it: a player his own down cards too."""
+    seat = seat_of(table, sender.name) if sender is not None and sender.role == "player" else None
+    return Reply(ok=True, version=table.version, view=table_view(table, seat))

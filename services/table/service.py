@@ -1,11 +1,13 @@
 """The table service: table commands from NATS, replies back, events into the stores.
 
-A client requests ``studroom.cmd.<table>``; the NATS server maps it to
-``studroom.pcmd.<p>.<table>``; the one instance holding partition p's lease
-(:class:`.partitions.LeaseManager`) is subscribed to ``studroom.pcmd.<p>.*`` (in a
-queue group), decodes the command and hands it to the :class:`.worker.StoreWorker` of
-the table's store.  Winning, giving back and losing a partition: see
-docs/design/table-service.md.
+A sender requests his own command subject (``studroom.cmd.<table>.<player>``, or an
+operator's or a service's); the NATS server maps it to
+``studroom.pcmd.<p>.<table>.<role>.<name>``; the one instance holding partition p's
+lease (:class:`.partitions.LeaseManager`) is subscribed to ``studroom.pcmd.<p>.>`` (in
+a queue group), reads the sender from the subject (his permissions let him publish
+only there: docs/design/trust.md), decodes the request and hands both to the
+:class:`.worker.StoreWorker` of the table's store.  Winning, giving back and losing a
+partition: see docs/design/table-service.md.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
+
+from studroom.domain.authority import Sender
 
 from ..store.layout import store_index
 from ..store.port import EventStore
@@ -149,7 +153,7 @@ class TableService:
         if partition in self.subscriptions:
             return
         await self.worker(partition).drop_cache(partition)   # someone else may have written
-        subject = subjects.partition_commands(partition)
+        subject = subjects.commands_in_partition(partition)
         self.subscriptions[partition] = await self.nc.subscribe(subject, queue=self.queue, cb=self._on_message)
 
     async def _release(self, partition: int, lost: bool) -> None:
@@ -181,24 +185,26 @@ class TableService:
         reply_to = msg.reply or None
         try:
             partition = partition_of_subject(msg.subject)
-            table_id = subjects.table_of_partition_subject(msg.subject)
-        except (ValueError, IndexError):
+            table_id, role, name = subjects.sender_of(msg.subject)
+        except ValueError:       # subjects.BadName too
             await self._answer(reply_to, error_reply(BAD_REQUEST, f"bad subject {msg.subject!r}"))
             return
         if partition_of(table_id, self.partitions) != partition:
             # published to a partition subject directly, past the server's mapping
             await self._answer(reply_to, error_reply(
-                BAD_REQUEST, f"table {table_id!r} is not in partition {partition}; send to {subjects.PREFIX}.cmd.<table>"))
+                BAD_REQUEST, f"table {table_id!r} is not in partition {partition}; "
+                             f"send to {subjects.command_from(role, name, table_id)}"))
             return
         if not self.serves(partition):
             await self._answer(reply_to, error_reply(UNAVAILABLE, "this instance no longer serves the table; try again"))
             return
         try:
-            command = decode_request(table_id, msg.data)
+            request = decode_request(table_id, msg.data)
         except BadRequest as e:
             await self._answer(reply_to, error_reply(BAD_REQUEST, e.message))
             return
-        self.worker(partition).submit(table_id, partition, command, reply_to=reply_to)
+        sender = Sender(role, name)    # type: ignore[arg-type] (sender_of checked the role)
+        self.worker(partition).submit(table_id, partition, request, sender=sender, reply_to=reply_to)
 
     async def _answer(self, reply_to: str | None, reply: Reply) -> None:
         if reply_to:

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 import msgspec
 
-from studroom.domain.commands import Command, StartHand
+from studroom.domain.authority import Sender
+from studroom.domain.commands import StartHand
 
 from ..wire import subjects
 from ..wire.partitioning import partition_of
 from ..wire.protocol import INTERNAL, UNAVAILABLE, Reply
-from .command_handling import CommandHandler, Outcome, error_reply
+from .command_handling import CommandHandler, Outcome, Request, Submission, error_reply
 
 log = logging.getLogger("studroom.table_service")
 
@@ -41,7 +42,8 @@ Publish = Callable[[str, bytes], Awaitable[None]]
 class _Item:
     table_id: str
     partition: int
-    command: Command
+    request: Request
+    sender: Sender | None = None
     reply_to: str | None = None
     future: asyncio.Future[Reply] | None = None
     internal: bool = False
@@ -103,17 +105,18 @@ class StoreWorker:
         self,
         table_id: str,
         partition: int,
-        command: Command,
+        request: Request,
         *,
+        sender: Sender | None = None,
         reply_to: str | None = None,
         internal: bool = False,
     ) -> asyncio.Future[Reply] | None:
-        """Queue a command. Without ``reply_to`` (and not internal) a Future of the
-        Reply is returned."""
+        """Queue a request of ``sender`` (None: the room's own). Without ``reply_to``
+        (and not internal) a Future of the Reply is returned."""
         future = None
         if reply_to is None and not internal:
             future = asyncio.get_running_loop().create_future()
-        item = _Item(table_id, partition, command, reply_to, future, internal)
+        item = _Item(table_id, partition, request, sender, reply_to, future, internal)
         if self._closing:
             self._finish_now(item, error_reply(UNAVAILABLE, "the table service is stopping"))
             return future
@@ -211,7 +214,8 @@ class StoreWorker:
             appends = self.handler.stats.appends
             try:
                 outcomes = await loop.run_in_executor(
-                    self._executor, self.handler.handle_batch, [(i.table_id, i.command) for i in batch]
+                    self._executor, self.handler.handle_batch,
+                    [Submission(i.table_id, i.request, i.sender) for i in batch],
                 )
             except Exception:   # noqa: BLE001 (handle_batch catches; belt and braces)
                 log.exception("batch of %d commands failed", len(batch))

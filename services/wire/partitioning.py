@@ -1,8 +1,8 @@
 """Which partition a table is in: the same function as the NATS server's mapping.
 
-The server maps ``studroom.cmd.<table>`` to ``studroom.pcmd.<p>.<table>`` with
-``{{partition(N,1)}}`` (:func:`.subjects.command_mapping`): FNV-1a (32 bit) of the
-table id, modulo N.  :func:`partition_of` computes it in Python (checked against a
+The server maps each sender's command subject (``studroom.cmd.<table>.<player>`` and
+the like) to ``studroom.pcmd.<p>.<table>.<role>.<name>`` with ``{{partition(N,1)}}``
+(:func:`.subjects.role_command_mapping`): FNV-1a (32 bit) of the table id, modulo N.  :func:`partition_of` computes it in Python (checked against a
 real server in the integration tests), so any process can tell where a table lives
 without asking NATS.
 """
@@ -28,5 +28,5 @@ def partition_of(table_id: str, partitions: int = subjects.PARTITIONS) -> int:
 
 
 def partition_of_subject(subject: str) -> int:
-    """``studroom.pcmd.<p>.<table>`` -> p."""
+    """``studroom.pcmd.<p>.<table>.<role>.<name>`` -> p."""
     return int(subject.split(".")[2])

@@ -1,8 +1,11 @@
-"""The wire format of commands and replies.
+"""The wire format of requests and replies.
 
-A request's body is one table command as msgspec JSON: the tagged union
-:data:`studroom.domain.commands.TableCommand` (``{"type": "Act", "seat": 3, ...}``).
-The reply is a :class:`Reply`: ``{"ok": true, "version": 42}`` or
+A request's body (at most :data:`MAX_REQUEST_BYTES`) is one :data:`Request` as msgspec
+JSON: a table command, the tagged union :data:`studroom.domain.commands.TableCommand`
+(``{"type": "Act", "seat": 3, "command_id": "1764601234567890"}``), or
+:class:`ViewTable`.  Who sent it is not in the body: the table service reads it from
+the subject (docs/design/trust.md).  The reply is a :class:`Reply`:
+``{"ok": true, "version": 42}`` (with ``view`` for a ViewTable) or
 ``{"ok": false, "error": {"code": "not_your_turn", "message": "..."}}``.  Error codes
 are the domain's (stable, ``studroom.domain.errors``), plus the service's own below.
 """
@@ -14,6 +17,7 @@ from typing import Final
 import msgspec
 
 from studroom.domain.commands import TableCommand
+from studroom.domain.views import TableView
 
 
 # The services' own error codes (the domain's are in studroom.domain.errors).
@@ -30,6 +34,18 @@ BAD_REPLY: Final = "bad_reply"          # the client got a reply it cannot decod
 RETRYABLE: Final = frozenset({CONFLICT, UNAVAILABLE, INTERNAL, TIMEOUT})
 
 
+# Every request fits in a few hundred bytes; a larger body is refused unread.
+MAX_REQUEST_BYTES: Final = 8192
+
+
+class ViewTable(msgspec.Struct, frozen=True, tag_field="type", tag=True, forbid_unknown_fields=True):
+    """A (re)connecting client asks for his table as he may see it: the reply's
+    ``view`` (studroom.domain.views.table_view), his own down cards included."""
+
+
+Request = TableCommand | ViewTable
+
+
 class ErrorBody(msgspec.Struct, frozen=True):
     code: str
     message: str
@@ -39,9 +55,10 @@ class Reply(msgspec.Struct, frozen=True, omit_defaults=True):
     ok: bool
     version: int | None = None
     error: ErrorBody | None = None
+    view: TableView | None = None
 
 
-_command_decoder = msgspec.json.Decoder(TableCommand)
+_request_decoder = msgspec.json.Decoder(Request)
 _reply_decoder = msgspec.json.Decoder(Reply)
 _encoder = msgspec.json.Encoder()
 
@@ -50,9 +67,9 @@ def encode_command(command: object) -> bytes:
     return _encoder.encode(command)
 
 
-def decode_command(data: bytes) -> TableCommand:
+def decode_request(data: bytes) -> TableCommand | ViewTable:
     """Raises msgspec.DecodeError / ValidationError on a malformed message."""
-    return _command_decoder.decode(data)
+    return _request_decoder.decode(data)
 
 
 def ok(version: int) -> bytes:

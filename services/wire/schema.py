@@ -10,11 +10,10 @@ from pathlib import Path
 
 import msgspec
 
-from studroom.domain.commands import TableCommand
 from studroom.domain.events import TableEvent
-from .protocol import Reply
+from .protocol import Reply, Request
 
-SCHEMAS = {"events.json": TableEvent, "commands.json": TableCommand, "reply.json": Reply}
+SCHEMAS = {"events.json": TableEvent, "commands.json": Request, "reply.json": Reply}
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "schema"
 

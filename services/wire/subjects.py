@@ -1,17 +1,23 @@
 """Every NATS subject and stream name Studroom uses, built in this ONE module.
 
-Commands (request/reply)
-    Clients send a table command to ``studroom.cmd.<table_id>``.  The NATS server maps
-    that subject deterministically onto a partition, ``studroom.pcmd.<p>.<table_id>``
-    (subject mapping ``{{partition(N,1)}}``, see :func:`command_mapping`), and exactly
-    one table-service instance at a time serves each partition.
+Commands (request/reply; who may send what: docs/design/trust.md)
+    Each sender sends to a subject of his role that ends in his own name:
+        ``studroom.cmd.<table>.<player>``    a player, for himself
+        ``studroom.op.<table>.<operator>``   an operator (floor, live dealer, cashier desk)
+        ``studroom.svc.<table>.<service>``   a service (the timer; later the cashier)
+    The NATS server maps all three deterministically onto the table's partition,
+    ``studroom.pcmd.<p>.<table>.<role>.<name>`` (``{{partition(N,1)}}``, see
+    :func:`role_command_mapping`), and exactly one table-service instance at a time
+    serves each partition.  A user may publish only to mapped subjects ending in his
+    own role and name (the server checks permissions on the MAPPED subject), so the
+    table service reads the sender from the subject (:func:`sender_of`), never from
+    the body.  Replies go to the sender's own inbox, ``_INBOX.<role>.<name>.*``.
 
 Events (JetStream, written only by the relay)
     ``studroom.pub.<table_id>``            public view of every event (no hidden card,
                                            no seed before its time: rule R33)
     ``studroom.priv.<player>.<table_id>``  one player's private copies (his own down
-                                           cards); NATS permissions in deploy/ let a
-                                           player subscribe to his own subjects only
+                                           cards); only he and the services may read it
 
 Relay
     ``studroom.relay.nudge.<store>``       core NATS nudge: "store <store> has new events"
@@ -24,12 +30,13 @@ Timers (JetStream stream ``STUDROOM_TIMERS``, written only by the timer service)
                                            (KV bucket ``studroom_timeouts`` counts each
                                            table's recent timeouts for the lobby)
 
-Ids used in subjects are limited to letters, digits, ``_`` and ``-``.
+Ids used in subjects are names (studroom.domain.names): 1..64 letters, digits, ``_``
+and ``-``.
 """
 
 from __future__ import annotations
 
-import re
+from studroom.domain.names import NAME_RULE, is_name
 
 PREFIX = "studroom"
 PARTITIONS = 16                       # fixed for the life of an installation
@@ -37,49 +44,18 @@ PARTITIONS = 16                       # fixed for the life of an installation
 PUBLIC_STREAM = "STUDROOM_PUBLIC"
 PRIVATE_STREAM = "STUDROOM_PRIVATE"
 
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
 
 class BadName(ValueError):
     """An id that cannot be a subject token."""
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not _TOKEN.match(name):
-        raise BadName(f"{name!r}: ids are 1..64 letters, digits, '_' or '-'")
+    if not is_name(name):
+        raise BadName(f"{name!r}: ids are {NAME_RULE}")
     return name
 
 
-def command(table_id: str) -> str:
-    """Where a client sends a command for a table."""
-    return f"{PREFIX}.cmd.{check_name(table_id)}"
-
-
-def partition_commands(partition: int) -> str:
-    """What the owner of a partition subscribes to."""
-    return f"{PREFIX}.pcmd.{partition}.*"
-
-
-def table_of_partition_subject(subject: str) -> str:
-    return subject.rsplit(".", 1)[1]
-
-
-def command_mapping(partitions: int = PARTITIONS) -> dict[str, str]:
-    """The server-side subject mapping for NATS config (``mappings {}``)."""
-    return {f"{PREFIX}.cmd.*": f"{PREFIX}.pcmd.{{{{partition({partitions},1)}}}}.{{{{wildcard(1)}}}}"}
-
-
-# Who sends a command (the trust boundary, docs/design/trust.md)
-#
-# Each role sends to its own subject, ending in the sender's own name:
-#     studroom.cmd.<table>.<player>     a player, for himself
-#     studroom.op.<table>.<operator>    an operator (floor, live dealer, cashier desk)
-#     studroom.svc.<table>.<service>    a service (the timer; later the cashier)
-# and the server maps all three onto the table's partition:
-#     studroom.pcmd.<p>.<table>.<role>.<name>
-# A user's NATS permissions allow publishing only to the mapped subjects that end in
-# his own role and name (the server checks publish permissions on the MAPPED subject),
-# so the table service reads the sender from the subject, never from the body.
+# Who sends a command (the trust boundary: see the module docstring)
 
 ROLES = ("player", "operator", "service")
 _ROLE_TOKEN = {"player": "cmd", "operator": "op", "service": "svc"}
@@ -99,17 +75,23 @@ def role_command_mapping(partitions: int = PARTITIONS) -> dict[str, str]:
     }
 
 
+def commands_in_partition(partition: int) -> str:
+    """What the owner of a partition subscribes to: every sender's commands."""
+    return f"{PREFIX}.pcmd.{partition}.>"
+
+
 def commands_as(role: str, name: str) -> str:
     """The one (mapped) subject pattern a user may publish commands to: his own."""
     return f"{PREFIX}.pcmd.*.*.{role}.{check_name(name)}"
 
 
 def sender_of(subject: str) -> tuple[str, str, str]:
-    """``studroom.pcmd.<p>.<table>.<role>.<name>`` -> (table, role, name)."""
+    """``studroom.pcmd.<p>.<table>.<role>.<name>`` -> (table, role, name); BadName for
+    any other subject."""
     parts = subject.split(".")
     if len(parts) != 6 or parts[4] not in ROLES:
         raise BadName(f"{subject!r} is not a command subject")
-    return parts[3], parts[4], parts[5]
+    return check_name(parts[3]), parts[4], check_name(parts[5])
 
 
 def inbox_prefix(role: str, name: str) -> str:
@@ -147,6 +129,7 @@ def table_private_events(table_id: str) -> str:
 # The relay (services/relay.py)
 
 RELAY_BUCKET = "studroom_relay"       # JetStream KV: one position record per event store
+DEAD_LETTER_BUCKET = "studroom_dead_letters"  # JetStream KV: messages the relay could not publish
 
 
 def relay_nudge(store: str) -> str:

@@ -1,9 +1,12 @@
 """Drive tables through the table service, as bots would, for the integration tests.
 
 :class:`TableDriver` plays one table with random legal moves
-(:func:`studroom.domain.simulate.choose`) through a
-:class:`~studroom.services.players.client.TableClient` (NATS request/reply, no think
-time). It learns the table's state the way a trusted tool may: by reading the table's
+(:func:`studroom.domain.simulate.choose`) through
+:class:`~studroom.services.players.client.TableClient` objects (NATS request/reply, no think
+time): each seat's commands as its player, the opening and the buy-ins as the
+operator ``floor``.  All of them share one connection, so the server must be an open
+one (the session's ``nats_url``): under authorization a connection is one identity.
+It learns the table's state the way a trusted tool may: by reading the table's
 events from the event store after each reply and replaying them into a local
 :class:`~studroom.domain.table.Table` (a read-only mirror; the service alone writes).
 """
@@ -38,7 +41,7 @@ class TableDriver:
 
     def __init__(
         self,
-        client: TableClient,
+        nc: Any,
         store: EventStore,
         table_id: str,
         *,
@@ -47,8 +50,11 @@ class TableDriver:
         rng: random.Random | None = None,
         config: TableConfig | None = None,
         tolerate: frozenset[str] = frozenset(),
+        retry_for: float = 10.0,
     ) -> None:
-        self.client = client
+        self.floor = TableClient(nc, "operator", "floor", retry_for=retry_for)
+        self.seated = {seat: TableClient(nc, "player", f"{table_id}-p{seat}", retry_for=retry_for)
+                       for seat in range(players)}
         self.tolerate = tolerate | {MUST_SHOW}   # refusals that are not errors
         self.store = store
         self.table_id = table_id
@@ -63,9 +69,15 @@ class TableDriver:
         self.errors: list[tuple[str, str, str]] = []   # (command, code, message)
         self.must_show: int | None = None
 
+    def client(self, command: Command) -> TableClient:
+        """Who gives ``command``: the seat's player, or the operator (the table, chips)."""
+        if isinstance(command, OpenTable | BuyIn):
+            return self.floor
+        return self.seated[command.seat]   # type: ignore[attr-defined]
+
     async def request(self, command: Command) -> Reply:
         started = time.perf_counter()
-        reply = await self.client.send(self.table_id, command)
+        reply = await self.client(command).send(self.table_id, command)
         self.latencies.append(time.perf_counter() - started)
         self.sent += 1
         if not reply.ok and reply.error is not None and reply.error.code not in self.tolerate:
@@ -75,7 +87,7 @@ class TableDriver:
     async def setup(self) -> None:
         replies = [await self.request(OpenTable(table_id=self.table_id, config=self.config))]
         for seat in range(self.players):
-            replies.append(await self.request(SitDown(seat=seat, player=f"{self.table_id}-p{seat}")))
+            replies.append(await self.request(SitDown(seat=seat, player=self.seated[seat].name)))
             replies.append(await self.request(BuyIn(seat=seat, amount=self.stack)))
         bad = [r for r in replies if not r.ok and r.error is not None and r.error.code not in self.tolerate]
         if bad:

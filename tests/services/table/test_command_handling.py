@@ -9,13 +9,14 @@ from typing import Any
 
 import msgspec
 import pytest
+from studroom.domain.authority import Sender
 from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown, SitOut, StartHand
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.errors import ALREADY_OPEN, DUPLICATE_COMMAND, NOT_YOUR_TURN, SEAT_TAKEN
 from studroom.domain.events import ChipsBought, HandStarted, TableOpened, TurnStarted
 from studroom.domain.table import Table
 from studroom.services.wire import protocol
-from studroom.services.table.command_handling import CommandHandler, decode_request
+from studroom.services.table.command_handling import CommandHandler, Submission, decode_request
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.store.port import VersionConflict
 from studroom.services.store.layout import store_of_table
@@ -128,12 +129,15 @@ def test_act_moves_the_hand_on(store: CountingStore, handler: CommandHandler) ->
     assert replayed(store, "t1").hand.to_act != table.hand.to_act
 
 
-def test_the_client_clock_is_kept_when_given(store: CountingStore, handler: CommandHandler) -> None:
+def test_R18_the_service_clock_dates_every_command_whatever_the_body_says(
+        store: CountingStore, handler: CommandHandler) -> None:
     open_table(handler, "t1")
     table = replayed(store, "t1")
-    handler.handle("t1", Act(seat=to_act(table), action="bring_in", now_ms=5))
+    seat = to_act(table)
+    player = Sender("player", table.seats[seat].player)
+    assert handler.handle("t1", Act(seat=seat, action="bring_in", now_ms=1, command_id="1"), player).ok
     turn = [e for e in store.load("t1") if isinstance(e, TurnStarted)][-1]
-    assert turn.deadline_ms == 5 + CONFIG.action_seconds * 1000
+    assert turn.deadline_ms == NOW + CONFIG.action_seconds * 1000
 
 
 def test_hands_follow_each_other_in_the_same_append(store: CountingStore, handler: CommandHandler) -> None:
@@ -156,8 +160,8 @@ def test_pause_between_hands_leaves_the_start_to_the_caller(store: CountingStore
     handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
     for seat in range(2):
         handler.handle("t1", SitDown(seat=seat, player=f"p{seat}"))
-    assert handler.handle_batch([("t1", BuyIn(seat=0, amount=500))])[0].start_due is False
-    outcome = handler.handle_batch([("t1", BuyIn(seat=1, amount=500))])[0]
+    assert handler.handle_batch([Submission("t1", BuyIn(seat=0, amount=500))])[0].start_due is False
+    outcome = handler.handle_batch([Submission("t1", BuyIn(seat=1, amount=500))])[0]
     assert outcome.reply.ok and outcome.start_due
     assert replayed(store, "t1").hand is None
     assert handler.handle("t1", StartHand(seed=seeded())).ok
@@ -205,11 +209,13 @@ def test_errors_have_clear_codes_and_change_nothing(store: CountingStore, handle
     assert store.max_notification_id() == length and len(store.appends) == appends
     assert "nope" not in handler.cache                                    # unknown: not cached
     # a command id carried out once is refused when replayed
-    act = Act(seat=to_act(table), action="bring_in", command_id="c-1")
-    assert handler.handle("t1", act).ok
+    seat = to_act(table)
+    player = Sender("player", table.seats[seat].player)
+    act = Act(seat=seat, action="bring_in", command_id="1764601234567890")
+    assert handler.handle("t1", act, player).ok
     length = store.max_notification_id()
-    assert refused(handler.handle("t1", act)) == DUPLICATE_COMMAND
-    assert refused(handler.handle("t1", protocol.encode_command(act))) == DUPLICATE_COMMAND
+    assert refused(handler.handle("t1", act, player)) == DUPLICATE_COMMAND
+    assert refused(handler.handle("t1", protocol.encode_command(act), player)) == DUPLICATE_COMMAND
     assert store.max_notification_id() == length
     assert handler.stats.refused == 10
 
@@ -290,11 +296,11 @@ def test_a_batch_of_tables_is_one_append(store: CountingStore, handler: CommandH
     for t in tables:
         open_table(handler, t)
     before = len(store.appends)
-    items: list[tuple[str, Any]] = []
+    items: list[Submission] = []
     for t in tables:
-        items.append((t, Act(seat=to_act(replayed(store, t)), action="bring_in")))
-    items.append(("t0", b"garbage"))                         # refusals ride along
-    items.append(("ghost", Act(seat=0, action="fold")))
+        items.append(Submission(t, Act(seat=to_act(replayed(store, t)), action="bring_in")))
+    items.append(Submission("t0", b"garbage"))                         # refusals ride along
+    items.append(Submission("ghost", Act(seat=0, action="fold")))
     outcomes = handler.handle_batch(items)
     assert [o.reply.ok for o in outcomes] == [True] * 6 + [False, False]
     assert len(store.appends) == before + 1
@@ -307,8 +313,8 @@ def test_a_batch_of_tables_is_one_append(store: CountingStore, handler: CommandH
 def test_commands_of_one_table_in_a_batch_run_in_order(store: CountingStore, handler: CommandHandler) -> None:
     handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
     outcomes = handler.handle_batch([
-        ("t1", SitDown(seat=0, player="a")), ("t1", SitDown(seat=0, player="b")),
-        ("t1", SitDown(seat=1, player="b")),
+        Submission("t1", SitDown(seat=0, player="a")), Submission("t1", SitDown(seat=0, player="b")),
+        Submission("t1", SitDown(seat=1, player="b")),
     ])
     assert [o.reply.ok for o in outcomes] == [True, False, True]
     assert [o.reply.version for o in outcomes] == [2, None, 3]
@@ -322,7 +328,7 @@ def test_a_conflict_in_a_batch_retries_each_command_alone(store: CountingStore) 
         open_table(a, t)
     b.handle("t2", SitDown(seat=5, player="x"))            # a's t2 is stale now
     before = len(store.appends)
-    outcomes = a.handle_batch([(t, SitDown(seat=7, player=f"{t}-7")) for t in ("t1", "t2", "t3")])
+    outcomes = a.handle_batch([Submission(t, SitDown(seat=7, player=f"{t}-7")) for t in ("t1", "t2", "t3")])
     assert all(o.reply.ok for o in outcomes)
     assert a.stats.conflicts == 1
     assert [len(x) for x in store.appends[before:]] == [1, 1, 1]   # retried one by one

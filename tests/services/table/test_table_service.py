@@ -8,7 +8,6 @@ import contextlib
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,12 +28,9 @@ from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
 from studroom.services.wire import protocol
 from studroom.services.wire import subjects
-from studroom.services.players.client import TableClient
 from studroom.services.table.command_handling import CommandHandler
-from studroom.services.runtime.embedded_nats import EmbeddedNats, nats_server_binary
-from studroom.services.runtime.server_process import free_port
+from studroom.services.runtime.embedded_nats import EmbeddedNats
 from studroom.services.store.codec import register_event_types
-from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.store.layout import store_of_table, store_schema
 from studroom.services.table.partitions import LEASE_BUCKET, lease_owners
@@ -45,7 +41,6 @@ from table_driver import TableDriver, table_config
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 register_event_types(TableEvent)
-REPO = Path(__file__).resolve().parents[3]
 
 
 def _id() -> str:
@@ -111,19 +106,24 @@ def assert_tables_sound(stores: list[PostgresEventStore], drivers: list[TableDri
 
 
 def test_partition_mapping_is_deterministic_and_request_reply_goes_through_it(nats_url: str) -> None:
+    """Each role's command subject lands on the table's partition, sender in the tail."""
+
     async def main() -> None:
         nc = await nats.connect(nats_url)
 
         async def echo(msg: Any) -> None:
             await msg.respond(msg.subject.encode())
 
-        sub = await nc.subscribe("studroom.pcmd.*.*", cb=echo)
+        sub = await nc.subscribe("studroom.pcmd.>", cb=echo)
         tables = [f"map-{_id()}-{k}" for k in range(64)] + ["t1", "table-0", "a_b-C"]
+        senders = [("player", "ann"), ("operator", "floor"), ("service", "timer")]
         for _ in range(2):
-            for table_id in tables:
-                reply = await nc.request(subjects.command(table_id), b"{}", timeout=2)
-                expected = f"studroom.pcmd.{partition_of(table_id)}.{table_id}"
+            for k, table_id in enumerate(tables):
+                role, name = senders[k % len(senders)]
+                reply = await nc.request(subjects.command_from(role, name, table_id), b"{}", timeout=2)
+                expected = f"studroom.pcmd.{partition_of(table_id)}.{table_id}.{role}.{name}"
                 assert reply.data.decode() == expected
+                assert subjects.sender_of(expected) == (table_id, role, name)
         await sub.unsubscribe()
         await nc.close()
 
@@ -159,9 +159,8 @@ def test_two_instances_share_the_partitions_and_play_many_tables(
 
         readers = open_stores(database_url, schema_prefix, stores, pool=6)
         client_nc = await nats.connect(nats_url)
-        client = TableClient(client_nc)
         tables = [f"it{_id()}{k}" for k in range(6)]
-        drivers = [TableDriver(client, readers[store_of_table(t, stores)], t, players=3 + k % 3,
+        drivers = [TableDriver(client_nc, readers[store_of_table(t, stores)], t, players=3 + k % 3,
                                rng=random.Random(k)) for k, t in enumerate(tables)]
         await asyncio.gather(*(d.setup() for d in drivers))
         await drive(drivers, 400)
@@ -196,16 +195,15 @@ def test_bad_commands_get_clear_errors_and_change_nothing(
         nc = await nats.connect(nats_url)
         service = TableService(nc, [store], instance_id=f"err-{_id()}", lease_bucket=lease_bucket)
         await service.start()
-        client = TableClient(nc, retry_for=3)
         table_id = f"err{_id()}"
-        driver = TableDriver(client, store, table_id, players=2)
+        driver = TableDriver(nc, store, table_id, players=2, retry_for=3)
         await driver.setup()
         await driver.refresh()
         length = len(store.load(table_id))
         assert driver.mirror.hand is not None                 # dealt by itself
 
         async def code(data: bytes, table: str = table_id) -> str:
-            msg = await nc.request(subjects.command(table), data, timeout=2)
+            msg = await nc.request(subjects.command_from("operator", "floor", table), data, timeout=2)
             reply = protocol.decode_reply(msg.data)
             assert not reply.ok and reply.error is not None and reply.error.message
             return reply.error.code
@@ -215,16 +213,15 @@ def test_bad_commands_get_clear_errors_and_change_nothing(
         assert await code(protocol.encode_command(Act(seat=0, action="call")), f"ghost{_id()}") == protocol.UNKNOWN_TABLE
         seat = driver.mirror.hand.to_act
         other = next(s for s in driver.mirror.hand.players if s != seat)
-        reply = await client.send(table_id, Act(seat=other, action="call"))
+        reply = await driver.seated[other].send(table_id, Act(seat=other, action="call"))
         assert reply.error is not None and reply.error.code == NOT_YOUR_TURN
         assert len(store.load(table_id)) == length
-        act = Act(seat=seat, action="bring_in", command_id=f"cmd-{_id()}")
-        first = await client.send(table_id, act)
+        act = Act(seat=seat, action="bring_in", command_id=driver.seated[seat].ids.next())
+        first = await driver.seated[seat].send(table_id, act)
         assert first.ok and first.version > length
         length = len(store.load(table_id))
-        again = await client.send(table_id, act)
+        again = await driver.seated[seat].send(table_id, act)
         assert again.error is not None and again.error.code == DUPLICATE_COMMAND
-        assert await code(protocol.encode_command(act)) == DUPLICATE_COMMAND
         assert len(store.load(table_id)) == length
         await service.close()
         await nc.close()
@@ -253,9 +250,8 @@ def test_two_writers_on_the_same_tables_never_corrupt_them(
             await service.start()
         reader = open_stores(database_url, schema_prefix, 1, pool=4)[0]
         client_nc = await nats.connect(nats_url)
-        client = TableClient(client_nc)
         # the loser's retry may answer first: "duplicate_command" (carried out by the other)
-        drivers = [TableDriver(client, reader, f"dbl{_id()}{k}", players=3, rng=random.Random(k),
+        drivers = [TableDriver(client_nc, reader, f"dbl{_id()}{k}", players=3, rng=random.Random(k),
                                tolerate=frozenset({DUPLICATE_COMMAND})) for k in range(3)]
         for d in drivers:
             await d.setup()
@@ -356,9 +352,8 @@ def test_kill_9_an_instance_mid_hand_and_the_other_carries_on(
             nc, lambda o: len(o) == 16 and set(o.values()) == ids
             and all(list(o.values()).count(i) == 8 for i in ids), 30, "partitions not shared 8/8")
         store = open_stores(database_url, schema_prefix, 1, pool=6)[0]
-        client = TableClient(nc)
         tables = [f"k9{_id()}{k}" for k in range(4)]
-        drivers = [TableDriver(client, store, t, players=4, rng=random.Random(k)) for k, t in enumerate(tables)]
+        drivers = [TableDriver(nc, store, t, players=4, rng=random.Random(k)) for k, t in enumerate(tables)]
         for d in drivers:
             await d.setup()
         await drive(drivers, 120)
@@ -416,7 +411,7 @@ def test_the_service_rides_out_a_nats_restart(
     """A private NATS server is killed and started again (same port, same data; the
     lease bucket is in memory and gone): the instance re-creates the bucket, claims
     its partitions again and the table plays on."""
-    server = EmbeddedNats(private_dir).start()
+    server = EmbeddedNats(private_dir, auth=False).start()
 
     async def main() -> None:
         store = open_stores(database_url, schema_prefix, 1)[0]
@@ -425,7 +420,7 @@ def test_the_service_rides_out_a_nats_restart(
         await service.start()
         client_nc = await nats.connect(server.url, reconnect_time_wait=0.2, max_reconnect_attempts=-1)
         reader = open_stores(database_url, schema_prefix, 1)[0]
-        driver = TableDriver(TableClient(client_nc, retry_for=15), reader, f"rs{_id()}", players=3)
+        driver = TableDriver(client_nc, reader, f"rs{_id()}", players=3, retry_for=15)
         await driver.setup()
         await drive([driver], 30)
         await asyncio.to_thread(server.kill)
@@ -453,85 +448,3 @@ def test_the_service_rides_out_a_nats_restart(
         asyncio.run(main())
     finally:
         server.stop()
-
-
-# ------------------------------------------------------------------ deploy/nats
-
-
-def _answers_info(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-            return sock.makefile("rb").readline().startswith(b"INFO")
-    except OSError:
-        return False
-
-
-def test_deploy_nats_config_maps_partitions_and_fences_players(private_dir: Path) -> None:
-    """deploy/nats/studroom.conf is valid, and on a live server with it: a player's
-    command reaches the table service through the partition mapping; a player cannot
-    read another player's private subjects nor publish to a partition subject."""
-    conf = REPO / "deploy" / "nats" / "studroom.conf"
-    passwords = {f"{u.upper()}_PASSWORD": f"pw-{u}" for u in
-                 ("table_service", "relay", "timer", "projections", "alice", "bob", "admin")}
-    env = {**os.environ, **passwords, "NATS_SERVER_NAME": "it"}
-    binary = str(nats_server_binary())
-    for name in ("studroom.conf", "cluster.conf"):
-        check = subprocess.run([binary, "-t", "-c", str(conf.parent / name)], env=env,
-                               capture_output=True, text=True, check=False)
-        assert check.returncode == 0, check.stderr + check.stdout
-    # the same file on a free port of 127.0.0.1 with its JetStream store in a temporary folder
-    port = free_port()
-    text = conf.read_text()
-    assert "host: 0.0.0.0\nport: 4222\n" in text and "store_dir: /var/lib/nats\n" in text
-    text = text.replace("host: 0.0.0.0\nport: 4222\n", f"host: 127.0.0.1\nport: {port}\n")
-    text = text.replace("store_dir: /var/lib/nats\n", f'store_dir: "{private_dir}"\n')
-    (private_dir / "studroom.conf").write_text(text)
-    log_path = private_dir / "nats.log"
-    with log_path.open("wb") as log:
-        server = subprocess.Popen([binary, "-c", str(private_dir / "studroom.conf")], env=env,
-                                  stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"nats://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while not _answers_info(port):
-        assert server.poll() is None and time.monotonic() < deadline, log_path.read_text()
-        time.sleep(0.05)
-
-    async def main() -> None:
-        service_nc = await nats.connect(url, user="table_service", password="pw-table_service")
-        service = TableService(service_nc, [InMemoryEventStore()], instance_id="deploy-test")
-        await service.start()
-        violations: list[str] = []
-
-        async def on_error(e: Exception) -> None:
-            violations.append(str(e))
-
-        alice = await nats.connect(url, user="alice", password="pw-alice", inbox_prefix="_INBOX_alice",
-                                   error_cb=on_error)
-        reply = await TableClient(alice).send("deploy1", OpenTable(table_id="deploy1", config=table_config()))
-        assert reply.ok and reply.version == 1
-        await alice.subscribe("studroom.priv.alice.>")          # his own: fine
-        await alice.subscribe("studroom.priv.bob.>")            # someone else's: refused
-        await alice.publish("studroom.pub.deploy1", b"{}")      # forging events: refused
-        await alice.flush()
-        await asyncio.sleep(0.2)
-        text = " ".join(violations).lower()
-        assert "permissions violation" in text and "studroom.priv.bob" in text, violations
-        assert "studroom.pub.deploy1" in text, violations
-        assert "studroom.priv.alice" not in text
-        # past the mapping, straight to a partition subject: allowed by NATS (it checks
-        # the mapped subject), refused by the service unless it is the table's partition
-        wrong = (partition_of("deploy1") + 1) % subjects.PARTITIONS
-        sitting = protocol.encode_command(SitDown(seat=0, player="alice"))
-        msg = await alice.request(f"studroom.pcmd.{wrong}.deploy1", sitting, timeout=2)
-        assert protocol.decode_reply(msg.data).error.code == protocol.BAD_REQUEST
-        msg = await alice.request(f"studroom.pcmd.{partition_of('deploy1')}.deploy1", sitting, timeout=2)
-        assert protocol.decode_reply(msg.data).ok
-        await service.close()
-        await alice.close()
-        await service_nc.close()
-
-    try:
-        asyncio.run(main())
-    finally:
-        server.terminate()
-        server.wait(10)
