@@ -1,8 +1,9 @@
 """Commands: what someone asks a table to do.  Each either yields events or raises a
 :class:`~studroom.domain.errors.DomainError` and changes nothing.
 
-``now_ms`` is the clock, handed in by the service (the domain never reads a clock); it
-only dates turn deadlines.  ``command_id`` lets the service refuse a replayed command.
+``now_ms`` is the clock, stamped by the table service whatever the sender wrote (the
+domain never reads a clock); it only dates turn deadlines.  ``command_id`` numbers a
+sender's commands, so that a replayed one is refused (domain/command_ids.py).
 """
 
 from __future__ import annotations
