@@ -114,7 +114,6 @@ class Bot:
         self.public: list[Received] = []
         self.private: list[Received] = []
         self.down_cards: list[tuple[int, str]] = []
-        self.view: TableView | None = None   # the latest answer to ViewTable
 
         # what it knows about its seat (the betting: self.decisions)
         self.seated = False
@@ -337,12 +336,13 @@ class Bot:
                 self._want_sit_in = False
                 await self._sit_in()
             return
-        if self.bank is None:
+        bank = self.bank
+        if bank is None:
             return
         self._topping_up = True
         try:
             amount = self.target_stack - self.stack
-            reply = await self._credit(amount)
+            reply = await self._credit(bank, amount)
             if reply is None:
                 return
             if reply.ok:
@@ -367,11 +367,9 @@ class Bot:
                                lambda: self.client.send(self.table_id, command, timeout=self.timeout),
                                action=action, quiet=quiet)
 
-    async def _credit(self, amount: int) -> Reply | None:
+    async def _credit(self, bank: Bank, amount: int) -> Reply | None:
         """Chips for our seat from the bank (asked once: a bank numbers its own commands,
         so asking again could credit twice)."""
-        assert self.bank is not None
-        bank = self.bank
         return await self._ask("BuyIn", lambda: bank(self.table_id, self.seat, amount),
                                quiet={HAND_IN_PROGRESS}, attempts=1)
 
@@ -453,7 +451,6 @@ class Bot:
 
     def _learn(self, view: TableView) -> None:
         """What the view says of our seat."""
-        self.view = view
         self.decisions.stakes = view.config.stakes
         if view.hand_no != self.hand_no:
             self.hand_no, self.posted = view.hand_no, False
