@@ -15,7 +15,8 @@ from .settings import Settings
 def servers(settings: Settings) -> Iterator[tuple[str, str]]:
     """Yield ``(nats_url, database_url)``: the external servers named in
     ``settings``, embedded ones in ``settings.data_dir`` for the others (stopped
-    on exit)."""
+    on exit).  An embedded NATS runs in operator mode (the room's Authority in
+    ``<data dir>/auth``): connect with :func:`.credentials.credentials`."""
     with ExitStack() as stack:
         nats_url = settings.nats_url
         database_url = settings.database_url
