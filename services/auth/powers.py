@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..relay.dead_letters import DEAD_LETTER_BUCKET
 from ..table.partitions import LEASE_BUCKET
 from ..wire import subjects
 
@@ -59,7 +60,8 @@ def service(name: str) -> Powers:
         )
     if name == "relay":
         return Powers(
-            publish=["$JS.>", f"$KV.{subjects.RELAY_BUCKET}.>", subjects.all_public_events(),
+            publish=["$JS.>", f"$KV.{subjects.RELAY_BUCKET}.>", f"$KV.{DEAD_LETTER_BUCKET}.>",
+                     subjects.all_public_events(),
                      subjects.all_private_events()],
             subscribe=[f"{subjects.PREFIX}.relay.nudge.>", own_inbox],
         )

@@ -38,10 +38,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--poll-interval", type=float, default=RelayConfig.poll_interval)
     parser.add_argument("--replicas", type=int, default=RelayConfig.replicas,
                         help="stream replicas (production: 3)")
+    parser.add_argument("--private-max-age", type=float, default=RelayConfig.private_max_age, metavar="SECONDS",
+                        help="how long the private stream keeps players' down cards (default 86400: 24 h)")
+    parser.add_argument("--public-max-age", type=float, default=RelayConfig.public_max_age, metavar="SECONDS",
+                        help="how long the public stream keeps events (default 604800: 7 days)")
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    config = RelayConfig(batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas)
+    if min(args.private_max_age, args.public_max_age) <= 0:
+        raise SystemExit("--private-max-age and --public-max-age must be positive")
+    config = RelayConfig(batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas,
+                         private_max_age=args.private_max_age, public_max_age=args.public_max_age)
     relay = await serve_relay(settings, store_schemas=args.schema or store_schemas(args.stores),
                               stop=stop, config=config)
     for name, stats in relay.stats().items():
@@ -57,7 +64,9 @@ async def serve_relay(
     on_ready: Callable[[Relay], None] | None = None,
 ) -> Relay:
     """Relay the stores in ``store_schemas`` (one PostgreSQL schema each) until
-    ``stop`` is set (or the task is cancelled). Returns the relay (its stats)."""
+    ``stop`` is set (or the task is cancelled), as the service "relay". Returns the
+    relay (its stats)."""
+    from ..runtime.credentials import credentials
     from ..runtime.servers import servers
     from .relay import Relay
     from .store_relay import StoreRelay
@@ -81,6 +90,7 @@ async def serve_relay(
                 nats_url,
                 [StoreRelay(store, schema, config) for store, schema in zip(stores, store_schemas, strict=True)],
                 config,
+                creds=credentials(settings, "service", "relay"),
             )
             if on_ready is not None:
                 on_ready(relay)

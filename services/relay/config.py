@@ -12,6 +12,8 @@ class RelayConfig:
     poll_interval: float = 0.1      # seconds between reads of an idle store
     ack_timeout: float = 10.0       # a batch's acks must all arrive within this
     duplicate_window: float = 120.0  # the streams' Nats-Msg-Id dedupe window, seconds
+    private_max_age: float = 24 * 3600.0   # seconds a private copy (down cards) is kept
+    public_max_age: float = 7 * 24 * 3600.0  # seconds a public view is kept
     replicas: int = 1               # stream and KV replicas (production: 3)
     backoff_initial: float = 0.1    # retries: 0.1 s, doubling up to backoff_max
     backoff_max: float = 2.0

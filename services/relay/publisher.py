@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from ..wire import subjects
 from .errors import BusError
 from .outbox import Outgoing
+
+
+# JetStream's refusals of one message for good (the message, not the stream, is at
+# fault): it is set aside as a dead letter. Any other refusal fails the batch (retried).
+MESSAGE_TOO_BIG: Final = 10054       # JSStreamMessageExceedsMaximumErr (the stream's max_msg_size)
+HEADERS_TOO_BIG: Final = 10097       # JSStreamHeaderExceedsMaximumErr
+REFUSED_FOR_GOOD: Final = frozenset({MESSAGE_TOO_BIG, HEADERS_TOO_BIG})
 
 
 class AckError(msgspec.Struct):
@@ -35,9 +42,10 @@ decode_ack = msgspec.json.Decoder(PubAck).decode
 class Acks:
     """The acknowledgements of one batch: ``done`` resolves when the last one is in
     (or with the first error); the highest stream sequences and duplicates are
-    counted as they arrive."""
+    counted as they arrive, and the messages JetStream refused for good kept with
+    the reason."""
 
-    __slots__ = ("done", "duplicates", "left", "priv_seq", "pub_seq", "sent")
+    __slots__ = ("done", "duplicates", "left", "priv_seq", "pub_seq", "refused", "sent")
 
     def __init__(self, done: asyncio.Future[None], pub_seq: int, priv_seq: int) -> None:
         self.done = done
@@ -46,6 +54,7 @@ class Acks:
         self.pub_seq = pub_seq
         self.priv_seq = priv_seq
         self.duplicates = 0
+        self.refused: list[tuple[Outgoing, str]] = []
 
     def take(self, ack: PubAck) -> None:
         self.duplicates += ack.duplicate
@@ -53,6 +62,13 @@ class Acks:
             self.pub_seq = max(self.pub_seq, ack.seq)
         else:
             self.priv_seq = max(self.priv_seq, ack.seq)
+        self._one_less()
+
+    def refuse(self, message: Outgoing, reason: str) -> None:
+        self.refused.append((message, reason))
+        self._one_less()
+
+    def _one_less(self) -> None:
         self.left -= 1
         if self.left == 0 and not self.done.done():
             self.done.set_result(None)
@@ -74,9 +90,14 @@ class Publisher:
     def __init__(self, nc: Any) -> None:
         self.nc = nc
         self.prefix = f"{nc.new_inbox()}."
-        self._waiting: dict[str, Acks] = {}
+        self._waiting: dict[str, tuple[Acks, Outgoing]] = {}
         self._next = 0
         self._sub: Any = None
+
+    @property
+    def max_payload(self) -> int:
+        """The most bytes (headers and body) the server takes in one message."""
+        return int(self.nc.max_payload)
 
     async def start(self) -> None:
         self._sub = await self.nc.subscribe(self.prefix + "*", cb=self._on_ack)
@@ -90,7 +111,7 @@ class Publisher:
                 continue
             self._next += 1
             token = str(self._next)
-            waiting[token] = acks
+            waiting[token] = (acks, m)
             acks.sent += 1
             acks.left += 1
             await publish(m.subject, m.payload, reply=prefix + token, headers=m.headers)
@@ -99,13 +120,14 @@ class Publisher:
 
     def forget(self, acks: Acks) -> None:
         """Stop waiting for the acks of a batch given up."""
-        for token in [t for t, a in self._waiting.items() if a is acks]:
+        for token in [t for t, (a, _) in self._waiting.items() if a is acks]:
             del self._waiting[token]
 
     async def _on_ack(self, msg: Any) -> None:
-        acks = self._waiting.pop(msg.subject[len(self.prefix):], None)
-        if acks is None:
+        waiting = self._waiting.pop(msg.subject[len(self.prefix):], None)
+        if waiting is None:
             return
+        acks, message = waiting
         if msg.headers and msg.headers.get("Status"):
             # e.g. 503: no stream listens on the subject
             acks.fail(BusError(f"publish refused: status {msg.headers.get('Status')} "
@@ -115,6 +137,9 @@ class Publisher:
             ack = decode_ack(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             acks.fail(BusError(f"bad publish ack {msg.data[:200]!r}: {error}"))
+            return
+        if ack.error is not None and ack.error.err_code in REFUSED_FOR_GOOD:
+            acks.refuse(message, f"JetStream refused it: {ack.error.err_code} {ack.error.description}")
             return
         if ack.error is not None:
             acks.fail(BusError(f"publish refused: {ack.error.code} {ack.error.err_code} "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,21 +23,24 @@ from .config import RelayConfig
 from .errors import BusError
 from .publisher import Publisher
 from .store_relay import StoreRelay, StoreStats
-from .streams import ensure_streams
+from .streams import dead_letter_bucket, ensure_bucket, ensure_streams, position_bucket
 
 log = logging.getLogger(__name__)
 
 
 class Relay:
-    """All stores of one relay process over one NATS connection at a time."""
+    """All stores of one relay process over one NATS connection at a time, as the
+    identity in ``creds`` (the service "relay"; None: an open server)."""
 
     def __init__(
         self,
         nats_url: str,
         stores: Sequence[StoreRelay],
         config: RelayConfig = RelayConfig(),
+        creds: str | os.PathLike[str] | None = None,
     ) -> None:
         self.nats_url = ",".join(u.strip() for u in nats_url.split(",") if u.strip())
+        self.creds = creds
         self.stores = list(stores)
         self.config = config
         self.sessions = 0
@@ -83,6 +87,7 @@ class Relay:
             nc = await process.connect(
                 self.nats_url,
                 "studroom-relay",
+                creds=self.creds,
                 allow_reconnect=False,
                 max_reconnect_attempts=0,
                 connect_timeout=self.config.connect_timeout,
@@ -97,7 +102,9 @@ class Relay:
                 js = nc.jetstream(
                     timeout=self.config.request_timeout, publish_async_max_pending=1_000_000
                 )
-                kv = await ensure_streams(js, self.config)
+                await ensure_streams(js, self.config)
+                positions = await ensure_bucket(js, position_bucket(self.config))
+                dead_letters = await ensure_bucket(js, dead_letter_bucket(self.config))
                 publisher = Publisher(nc)
                 await publisher.start()
                 for store in self.stores:
@@ -105,7 +112,8 @@ class Relay:
             self.connected.set()
             self.connected_at = asyncio.get_running_loop().time()
             lost_task = asyncio.ensure_future(lost.wait())
-            tasks = [asyncio.ensure_future(s.run(js, kv, stop, publisher)) for s in self.stores]
+            tasks = [asyncio.ensure_future(s.run(js, positions, dead_letters, stop, publisher))
+                     for s in self.stores]
             tasks.append(lost_task)
             running = set(tasks) - {lost_task}
             while running:

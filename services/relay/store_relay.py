@@ -20,8 +20,9 @@ from ..store.port import EventStore, Notification
 from ..wire import subjects
 from .bus import bus, pause, raise_if_cancelled
 from .config import RelayConfig
+from .dead_letters import DEAD_LETTER_BUCKET, DeadLetter, set_aside
 from .errors import BusError, Conflict, RelayError
-from .outbox import Outbox, Outgoing, Prepared
+from .outbox import Outbox, Outgoing, Prepared, dead_letter
 from .position import PositionRecord
 from .publisher import Acks, Publisher
 from .recovery import already_stored
@@ -35,6 +36,7 @@ class StoreStats:
     messages: int = 0           # messages published (acked)
     duplicates: int = 0         # acks that said "duplicate" (the dedupe window at work)
     skipped: int = 0            # messages found already stored by a recovery scan
+    dead_letters: int = 0       # messages set aside (docs/design/relay.md)
     recoveries: int = 0
     batches: int = 0
     records: int = 0            # position records written
@@ -74,18 +76,21 @@ class StoreRelay:
         else:
             notes = await asyncio.to_thread(self.store.read_notifications, start, limit)
         if self.outbox.seats.follows(notes):
-            messages = self._messages(notes)
+            messages, dead = self._messages(notes)
         else:
-            messages = await asyncio.to_thread(self._messages, notes)
+            messages, dead = await asyncio.to_thread(self._messages, notes)
         last = notes[-1].id if notes else start - 1
-        return Prepared(start, last, len(notes), messages)
+        return Prepared(start, last, len(notes), messages, dead)
 
-    def _messages(self, notes: Sequence[Notification]) -> list[Outgoing]:
+    def _messages(self, notes: Sequence[Notification]) -> tuple[list[Outgoing], list[DeadLetter]]:
         with self._prepare_lock:    # a cancelled prefetch's thread may still be running
             messages: list[Outgoing] = []
+            dead: list[DeadLetter] = []
             for n in notes:
-                messages += self.outbox.messages(n)
-            return messages
+                letters = self.outbox.messages(n)
+                messages += letters.publish
+                dead += letters.set_aside
+            return messages, dead
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -109,13 +114,15 @@ class StoreRelay:
 
     # -- the loop
 
-    async def run(self, js: Any, kv: Any, stop: asyncio.Event, publisher: Publisher) -> None:
-        """Relay until ``stop``; raises BusError when NATS fails (the caller
-        reconnects); store errors are retried here with backoff."""
+    async def run(self, js: Any, kv: Any, dead: Any, stop: asyncio.Event, publisher: Publisher) -> None:
+        """Relay until ``stop`` (``kv``: the positions, ``dead``: the dead letters);
+        raises BusError when NATS fails (the caller reconnects); store errors are
+        retried here with backoff."""
+        self.outbox.max_payload = publisher.max_payload
         backoff = self.config.backoff_initial
         while not stop.is_set():
             try:
-                await self._recover_and_follow(js, kv, stop, publisher)
+                await self._recover_and_follow(js, kv, dead, stop, publisher)
             except (BusError, asyncio.CancelledError):
                 raise
             except Exception as error:
@@ -126,7 +133,8 @@ class StoreRelay:
                 await pause(stop, backoff)
                 backoff = min(backoff * 2, self.config.backoff_max)
 
-    async def _recover_and_follow(self, js: Any, kv: Any, stop: asyncio.Event, publisher: Publisher) -> None:
+    async def _recover_and_follow(self, js: Any, kv: Any, dead: Any, stop: asyncio.Event,
+                                  publisher: Publisher) -> None:
         batch, present = await self.recover(js, kv)
         prefetch: asyncio.Future[Prepared] | None = None
         try:
@@ -142,7 +150,7 @@ class StoreRelay:
                         prefetch = asyncio.ensure_future(
                             self.prepare(batch.last_id + 1, self.config.batch_size)
                         )
-                    await self._acked(batch, publisher, acks)
+                    await self._acked(batch, publisher, acks, dead)
                     if self._record_due():
                         await self._record(kv)
                 if stop.is_set():
@@ -222,7 +230,7 @@ class StoreRelay:
                 raise
         return acks
 
-    async def _acked(self, batch: Prepared, publisher: Publisher, acks: Acks) -> None:
+    async def _acked(self, batch: Prepared, publisher: Publisher, acks: Acks, dead: Any) -> None:
         with bus(f"{self.name}: acks"):
             try:
                 async with asyncio.timeout(self.config.ack_timeout):
@@ -233,13 +241,27 @@ class StoreRelay:
         if self.config.fault is not None:
             with bus(f"{self.name}: fault"):
                 self.config.fault("acked", self.name)
+        await self._set_aside(dead, batch.set_aside + [dead_letter(m, why) for m, why in acks.refused])
         self.pub_seq, self.priv_seq = acks.pub_seq, acks.priv_seq
         self.acked = batch.last_id
         self.unrecorded += batch.count
         self.stats.events += batch.count
-        self.stats.messages += acks.sent
+        self.stats.messages += acks.sent - len(acks.refused)
         self.stats.duplicates += acks.duplicates
         self.stats.batches += 1
+
+    async def _set_aside(self, dead: Any, letters: list[DeadLetter]) -> None:
+        """Record the batch's dead letters (before the position moves past them), each
+        with a loud error the first time."""
+        for letter in letters:
+            with bus(f"{self.name}: dead letter"):
+                recorded = await set_aside(dead, letter)
+            if recorded:
+                self.stats.dead_letters += 1
+                log.error("relay %s: SET ASIDE %s; recorded in KV bucket %s, key %s; the store's other "
+                          "events flow on", self.name, letter.describe(), DEAD_LETTER_BUCKET, letter.key)
+            else:
+                log.info("relay %s: %s was set aside before", self.name, letter.key)
 
     # -- the position record
 

@@ -1,7 +1,8 @@
 """The timer service's composition root: ``studroom serve timer``.
 
-Connects to NATS (an embedded server when ``STUDROOM_NATS_URL`` is unset: development
-only), declares the timer's stream, consumers and bucket, and runs one
+Connects to NATS as the service "timer" (``STUDROOM_NATS_CREDS``; an embedded server
+in operator mode, with the room's credentials, when ``STUDROOM_NATS_URL`` is unset:
+development only), declares the timer's stream, consumers and bucket, and runs one
 :class:`~studroom.services.timer.service.TimerService` until stopped.  Light to import:
 the CLI reads ``HELP`` and ``add_arguments`` of every process.
 """
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..runtime.settings import Settings
@@ -48,31 +50,35 @@ async def serve_timer(
     stats: TimerStats | None = None,
 ) -> TimerStats:
     """Run one timer-service instance until ``stop`` is set (forever if None); its counters."""
-    from .service import TimerStats
+    from ..runtime.credentials import credentials
+    from .service import SENDER, TimerStats
 
     stop = stop if stop is not None else asyncio.Event()
     stats = stats if stats is not None else TimerStats()
+    creds = credentials(settings, "service", SENDER)
     if settings.nats_url is not None:
-        await _serve(settings.nats_url, instance_id, stop, replicas, stats_every, stats)
+        await _serve(settings.nats_url, creds, instance_id, stop, replicas, stats_every, stats)
         return stats
     from ..runtime.embedded_nats import EmbeddedNats
 
     embedded = EmbeddedNats(settings.data_dir)
     await asyncio.to_thread(embedded.start)
     try:
-        await _serve(embedded.url, instance_id, stop, replicas, stats_every, stats)
+        await _serve(embedded.url, creds, instance_id, stop, replicas, stats_every, stats)
     finally:
         await asyncio.to_thread(embedded.stop)
     return stats
 
 
-async def _serve(url: str, instance_id: str | None, stop: asyncio.Event, replicas: int,
+async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: asyncio.Event, replicas: int,
                  stats_every: float, stats: TimerStats) -> None:
-    """Connect, set up, pull until ``stop``; a lost connection is the client's to restore."""
+    """Connect (as ``creds``' identity), set up, pull until ``stop``; a lost connection
+    is the client's to restore."""
     import nats.errors
     import nats.js.errors
 
     from ..runtime import process
+    from ..runtime.credentials import masked_url
     from .service import TimerService
 
     service: TimerService | None = None
@@ -88,13 +94,13 @@ async def _serve(url: str, instance_id: str | None, stop: asyncio.Event, replica
     async def error(e: Exception) -> None:
         log.debug("NATS: %r", e)
 
-    nc = await process.connect(url, f"studroom-timer-{instance_id or os.getpid()}",
+    nc = await process.connect(url, f"studroom-timer-{instance_id or os.getpid()}", creds=creds,
                                reconnect_time_wait=0.25, reconnected_cb=reconnected,
                                disconnected_cb=disconnected, error_cb=error)
     try:
         service = TimerService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
         log.info("timer service %s: NATS %s", service.instance_id,
-                 nc.connected_url.netloc if nc.connected_url else url)
+                 masked_url(nc.connected_url.geturl() if nc.connected_url else url))
         while not stop.is_set():
             try:
                 if await service.setup(stop):

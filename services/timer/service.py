@@ -2,12 +2,13 @@
 
     studroom serve timer [--instance-id ID]
 
-A plain NATS client.  It reads the relay's public events: each ``TurnStarted``
-becomes ONE JetStream message schedule for its table (the next turn's replaces it),
-each ``TimedOut`` is counted for the lobby (``timeout_counts.py``).  When a schedule
-fires, the service sends ``Timeout(turn, seat)`` to the table and acks after the
-table's reply; a busy or unreachable table gets the message again later.  Why
-schedules, the guarantees and the lateness: see docs/design/timer.md.
+A NATS client with the credentials of the service "timer".  It reads the relay's
+public events: each ``TurnStarted`` becomes ONE JetStream message schedule for its
+table (the next turn's replaces it), each ``TimedOut`` is counted for the lobby
+(``timeout_counts.py``).  When a schedule fires, the service sends ``Timeout(turn,
+seat)`` to the table as the service "timer" (no clock in it: the table dates it) and
+acks after the table's reply; a busy or unreachable table gets the message again
+later.  Why schedules, the guarantees and the lateness: see docs/design/timer.md.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ log = logging.getLogger("studroom.timer")
 
 EVENT_HEADER: Final = "Studroom-Event"       # the relay names each public event's type
 WANTED_EVENTS: Final = frozenset({"TurnStarted", "TimedOut"})
+SENDER: Final = "timer"                      # the service identity timeouts come from
 OK: Final = "ok"                             # the outcome of a Timeout the table carried out
 # The turn this timer was set for is over (answered, or its hand ended): drop the timer.
 STALE_CODES: Final = frozenset({STALE_TIMEOUT, NO_HAND})
@@ -80,7 +82,7 @@ class TimerStats:
     fired: int = 0               # fired timers received
     timed_out: int = 0           # Timeout accepted by the table
     stale: int = 0               # stale_timeout: the player acted in time (R20)
-    duplicate: int = 0           # duplicate_command: this timeout went through before
+    duplicate: int = 0           # duplicate_command: another instance's id was higher (retried)
     retried: int = 0             # nak'ed for redelivery (no reply, conflict, ...)
     timeouts_counted: int = 0    # TimedOut events counted in the KV bucket
     errors: dict[str, int] = field(default_factory=dict)
@@ -100,11 +102,12 @@ class TimerStats:
 
 
 def table_client(nc: Any, retry_for: float = 2.0) -> Any:
-    """A :class:`~studroom.services.players.client.TableClient` that retries a busy or moving
-    table only briefly: longer outages are the fire consumer's redelivery's job."""
+    """A :class:`~studroom.services.players.client.TableClient` of the service "timer"
+    (its commands carry the client's sequence ids) that retries a busy or moving table
+    only briefly: longer outages are the fire consumer's redelivery's job."""
     from ..players.client import TableClient
 
-    return TableClient(nc, retry_for=retry_for)
+    return TableClient(nc, "service", SENDER, retry_for=retry_for)
 
 
 class TimerService:
@@ -262,7 +265,7 @@ class TimerService:
             return
         self.stats.fired += 1
         fired_ms = stamp_ms(msg)
-        command = Timeout(turn=timer.turn, seat=timer.seat, command_id=f"timeout-{timer.turn}")
+        command = Timeout(turn=timer.turn, seat=timer.seat)     # the client numbers it; the table dates it
         try:
             reply = await self.client.send(timer.table_id, command, timeout=self.request_timeout)
         except asyncio.CancelledError:
@@ -273,7 +276,13 @@ class TimerService:
             await self._retry_later(msg)
             return
         code = OK if reply.ok else (reply.error.code if reply.error else "?")
-        if code in protocol.RETRYABLE:
+        if code == DUPLICATE_COMMAND:
+            # Not carried out: another instance, its clock ahead of ours, numbered a
+            # timeout of this table higher. The redelivery gets a later id.
+            self.stats.duplicate += 1
+            log.warning("timeout of %s turn %d refused as a duplicate (a timer instance's clock is "
+                        "ahead of this one's): again later", timer.table_id, timer.turn)
+        if code in protocol.RETRYABLE or code == DUPLICATE_COMMAND:
             await self._retry_later(msg)
             return
         done = now_ms()
@@ -292,8 +301,6 @@ class TimerService:
             log.debug("timed out %s turn %d seat %s", timer.table_id, timer.turn, timer.seat)
         elif code in STALE_CODES:
             self.stats.stale += 1
-        elif code == DUPLICATE_COMMAND:
-            self.stats.duplicate += 1
         else:
             self.stats.error(code)
             log.warning("timeout of %s turn %d refused: %s", timer.table_id, timer.turn,

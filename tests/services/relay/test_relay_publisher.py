@@ -26,6 +26,8 @@ class Msg(NamedTuple):
 class FakeConnection:
     """The little of a nats-py client the publisher uses."""
 
+    max_payload = 64 * 1024
+
     def __init__(self) -> None:
         self.published: list[tuple[str, bytes, str, dict[str, str]]] = []
         self.subscribed: dict[str, Callable[[Any], Awaitable[None]]] = {}
@@ -118,6 +120,30 @@ def test_acks_count_up_the_highest_sequence_per_stream_and_the_duplicates() -> N
         await _ack(nc, replies[0], b'{"stream":"STUDROOM_PUBLIC","seq":11}')
         assert acks.done.done() and acks.done.result() is None
         assert (acks.pub_seq, acks.priv_seq, acks.duplicates, acks.left) == (12, 4, 1, 0)
+
+    _run(scenario)
+
+
+def test_a_message_jetstream_refuses_for_good_is_kept_with_its_reason_and_the_batch_goes_on() -> None:
+    async def scenario(nc: FakeConnection, publisher: Publisher) -> None:
+        acks = _acks()
+        messages = [_message("s:1"), _message("s:2"), _message("s:3")]
+        await publisher.send(messages, set(), acks)
+        replies = [reply for _, _, reply, _ in nc.published]
+        await _ack(nc, replies[0], b'{"stream":"STUDROOM_PUBLIC","seq":1}')
+        await _ack(nc, replies[1], b'{"error":{"code":400,"err_code":10054,'
+                                   b'"description":"message size exceeds maximum allowed"}}')
+        await _ack(nc, replies[2], b'{"stream":"STUDROOM_PUBLIC","seq":2}')
+        assert acks.done.done() and acks.done.result() is None
+        assert acks.refused == [(messages[1], "JetStream refused it: 10054 message size exceeds maximum allowed")]
+        assert (acks.sent, acks.pub_seq) == (3, 2)
+
+    _run(scenario)
+
+
+def test_the_publisher_knows_the_server_max_payload() -> None:
+    async def scenario(nc: FakeConnection, publisher: Publisher) -> None:
+        assert publisher.max_payload == nc.max_payload
 
     _run(scenario)
 

@@ -1,27 +1,36 @@
-"""The relay's streams and bucket: their configuration, and how ``ensure_streams``
-creates them or brings them up to date (a fake JetStream context, no server)."""
+"""The relay's streams and buckets: their configuration (retention included), and how
+``ensure_streams`` / ``ensure_bucket`` create them or bring them up to date (a fake
+JetStream context, no server)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import nats.js.errors
 from nats.js import api
 from studroom.services.relay.config import RelayConfig
-from studroom.services.relay.streams import ensure_streams, stream_configs
+from studroom.services.relay.dead_letters import DEAD_LETTER_BUCKET
+from studroom.services.relay.streams import (
+    dead_letter_bucket,
+    ensure_bucket,
+    ensure_streams,
+    position_bucket,
+    stream_configs,
+)
 from studroom.services.wire import subjects
+
+DAY = 24 * 3600.0
 
 
 class FakeJetStream:
     """Streams and buckets by name; records every change asked for."""
 
-    def __init__(self, streams: dict[str, api.StreamConfig] | None = None, bucket: bool = False) -> None:
+    def __init__(self, streams: dict[str, api.StreamConfig] | None = None, buckets: tuple[str, ...] = ()) -> None:
         self.streams = dict(streams or {})
-        self.bucket = bucket
+        self.buckets = set(buckets)
         self.added: list[api.StreamConfig] = []
         self.updated: list[api.StreamConfig] = []
-        self.created_kv: dict[str, Any] | None = None
+        self.created_kv: list[api.KeyValueConfig] = []
 
     async def stream_info(self, name: str) -> api.StreamInfo:
         if name not in self.streams:
@@ -35,13 +44,13 @@ class FakeJetStream:
         self.updated.append(config)
 
     async def key_value(self, bucket: str) -> str:
-        if not self.bucket:
+        if bucket not in self.buckets:
             raise nats.js.errors.BucketNotFoundError
         return f"kv {bucket}"
 
-    async def create_key_value(self, **options: Any) -> str:
-        self.created_kv = options
-        return f"new kv {options['bucket']}"
+    async def create_key_value(self, config: api.KeyValueConfig) -> str:
+        self.created_kv.append(config)
+        return f"new kv {config.bucket}"
 
 
 def test_a_public_and_a_private_stream_on_file_storage_with_the_dedupe_window() -> None:
@@ -57,23 +66,30 @@ def test_a_public_and_a_private_stream_on_file_storage_with_the_dedupe_window() 
         assert config.allow_direct is True
 
 
-def test_missing_streams_and_bucket_are_created() -> None:
+def test_private_copies_are_kept_a_day_and_public_views_a_week_by_default() -> None:
+    public, private = stream_configs(RelayConfig())
+    assert private.max_age == DAY
+    assert public.max_age == 7 * DAY
+
+
+def test_the_dedupe_window_is_never_longer_than_the_max_age() -> None:
+    public, private = stream_configs(RelayConfig(duplicate_window=120.0, private_max_age=2.0, public_max_age=60.0))
+    assert (private.max_age, private.duplicate_window) == (2.0, 2.0)
+    assert (public.max_age, public.duplicate_window) == (60.0, 60.0)
+
+
+def test_missing_streams_are_created() -> None:
     js = FakeJetStream()
-    kv = asyncio.run(ensure_streams(js, RelayConfig(replicas=3)))
+    asyncio.run(ensure_streams(js, RelayConfig(replicas=3)))
     assert js.added == stream_configs(RelayConfig(replicas=3))
     assert js.updated == []
-    assert kv == f"new kv {subjects.RELAY_BUCKET}"
-    assert js.created_kv is not None
-    assert (js.created_kv["bucket"], js.created_kv["history"], js.created_kv["replicas"]) == (subjects.RELAY_BUCKET, 1, 3)
-    assert js.created_kv["storage"] == api.StorageType.FILE and js.created_kv["direct"] is True
 
 
 def test_streams_as_wanted_are_left_alone() -> None:
     config = RelayConfig()
-    js = FakeJetStream({c.name: c for c in stream_configs(config)}, bucket=True)
-    assert asyncio.run(ensure_streams(js, config)) == f"kv {subjects.RELAY_BUCKET}"
+    js = FakeJetStream({c.name: c for c in stream_configs(config)})
+    asyncio.run(ensure_streams(js, config))
     assert js.added == js.updated == []
-    assert js.created_kv is None
 
 
 def test_a_stream_that_drifted_is_updated_keeping_its_extra_subjects() -> None:
@@ -81,10 +97,38 @@ def test_a_stream_that_drifted_is_updated_keeping_its_extra_subjects() -> None:
     public, private = stream_configs(config)
     drifted = api.StreamConfig(name=public.name, subjects=["studroom.pub.>", "legacy.>"],
                                duplicate_window=5.0, allow_direct=False)
-    js = FakeJetStream({public.name: drifted, private.name: private}, bucket=True)
+    js = FakeJetStream({public.name: drifted, private.name: private})
     asyncio.run(ensure_streams(js, config))
     [updated] = js.updated
     assert updated.name == public.name
     assert updated.subjects == ["legacy.>", "studroom.pub.>"]
     assert updated.duplicate_window == 120.0 and updated.allow_direct is True
+    assert updated.max_age == config.public_max_age
     assert js.added == []
+
+
+def test_a_private_stream_created_without_retention_gets_it() -> None:
+    config = RelayConfig(private_max_age=3600.0)
+    public, private = stream_configs(config)
+    forever = private.evolve(max_age=None)
+    js = FakeJetStream({public.name: public, private.name: forever})
+    asyncio.run(ensure_streams(js, config))
+    [updated] = js.updated
+    assert (updated.name, updated.max_age) == (subjects.PRIVATE_STREAM, 3600.0)
+
+
+def test_the_buckets_of_positions_and_dead_letters() -> None:
+    config = RelayConfig(replicas=3)
+    positions, dead = position_bucket(config), dead_letter_bucket(config)
+    assert (positions.bucket, dead.bucket) == (subjects.RELAY_BUCKET, DEAD_LETTER_BUCKET)
+    for bucket in (positions, dead):
+        assert (bucket.history, bucket.replicas, bucket.storage) == (1, 3, api.StorageType.FILE)
+        assert not bucket.ttl                                 # kept until deleted
+
+
+def test_a_missing_bucket_is_created_and_an_existing_one_used() -> None:
+    config = RelayConfig()
+    js = FakeJetStream(buckets=(subjects.RELAY_BUCKET,))
+    assert asyncio.run(ensure_bucket(js, position_bucket(config))) == f"kv {subjects.RELAY_BUCKET}"
+    assert asyncio.run(ensure_bucket(js, dead_letter_bucket(config))) == f"new kv {DEAD_LETTER_BUCKET}"
+    assert js.created_kv == [dead_letter_bucket(config)]

@@ -29,6 +29,7 @@ from studroom.services.timer.service import (
     EVENT_HEADER,
     WRONG_LAST_SEQUENCE,
     TimerService,
+    table_client,
 )
 from studroom.services.wire import protocol, subjects
 
@@ -122,7 +123,7 @@ def test_R19_a_fired_timer_times_out_its_turn_once_and_is_acked_after_the_reply(
     service.on_fire_done = lambda *args: done.append(args)
     msg = _fired()
     asyncio.run(service._on_fire(msg))
-    assert table.sent == [("t1", Timeout(turn=4, seat=2, command_id="timeout-4"))]
+    assert table.sent == [("t1", Timeout(turn=4, seat=2))]     # no id, no clock: the client and the table add them
     assert msg.acked and not msg.naks
     assert service.stats.timed_out == 1 and service.stats.fired == 1
     assert list(service.stats.fire_lateness_ms) == [100]
@@ -138,11 +139,14 @@ def test_R20_a_timer_for_a_turn_that_is_over_is_dropped_as_stale(code: str) -> N
     assert not service.stats.errors and service.stats.timed_out == 0
 
 
-def test_a_timeout_that_went_through_before_is_counted_as_a_duplicate() -> None:
+def test_a_timeout_refused_as_a_duplicate_is_sent_again_later_with_a_later_id() -> None:
+    """Another instance whose clock is ahead numbered this table's timeouts higher:
+    this one was not carried out, its redelivery will be numbered later."""
     service = _service(FakeTable(errors.DUPLICATE_COMMAND))
     msg = _fired()
     asyncio.run(service._on_fire(msg))
-    assert msg.acked and service.stats.duplicate == 1 and not service.stats.errors
+    assert not msg.acked and msg.naks == [pytest.approx(0.2)]
+    assert service.stats.duplicate == 1 and service.stats.retried == 1 and not service.stats.errors
 
 
 @pytest.mark.parametrize("code", sorted(protocol.RETRYABLE))
@@ -282,3 +286,9 @@ def test_a_timed_out_event_is_counted_for_the_lobby() -> None:
     assert key == "t1"
     assert msgspec.json.decode(value)["recent"] == [
         {"turn": 5, "seat": 1, "outcome": "fold", "ms": DEADLINE_MS + 100}]
+
+
+def test_the_timer_sends_as_the_service_timer_on_its_own_command_subject() -> None:
+    client = table_client(SimpleNamespace())
+    assert (client.role, client.name) == ("service", "timer")
+    assert client.subject("t1") == subjects.command_from("service", "timer", "t1")
