@@ -322,6 +322,10 @@ def test_R33_a_player_reads_neither_another_players_private_subject_nor_his_inbo
                         subjects.all_private_events()):
             error = await ann.refused_by_server(ann.nc.subscribe(subject, cb=seen))
             assert "permissions violation" in error and "subscription" in error, error
+        for api in ("STREAM.MSG.GET", "DIRECT.GET", "CONSUMER.CREATE"):      # nor the private stream
+            subject = f"$JS.API.{api}.{subjects.PRIVATE_STREAM}"
+            error = await ann.refused_by_server(ann.nc.publish(subject, b"{}"))
+            assert "permissions violation" in error, error
         await ann.nc.subscribe(subjects.player_private_events(ann.client.name), cb=seen)   # his own
         await ann.nc.flush()
         await relay.nc.publish(subjects.private_events(bob.client.name, "t1"), b"bob's cards")
