@@ -129,7 +129,6 @@ def table_private_events(table_id: str) -> str:
 # The relay (services/relay.py)
 
 RELAY_BUCKET = "studroom_relay"       # JetStream KV: one position record per event store
-DEAD_LETTER_BUCKET = "studroom_dead_letters"  # JetStream KV: messages the relay could not publish
 
 
 def relay_nudge(store: str) -> str:
