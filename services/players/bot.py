@@ -134,6 +134,7 @@ class Bot:
         self._stopped = False
         self._paused = False
         self._watchdog: asyncio.Task[Any] | None = None
+        self._reconnects = 0                 # the connection's reconnects when we last looked
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -157,6 +158,7 @@ class Bot:
         self._subs.append(await self.nc.subscribe(
             subjects.private_events(self.player, self.table_id), cb=self._on_private))
         await self.nc.flush()
+        self._reconnects = self.nc.stats["reconnects"]     # a reconnect from now on: look again
         view = await self._look()
         if not self.seated:
             await self._sit_down()
@@ -417,13 +419,12 @@ class Bot:
     async def _watch(self) -> None:
         """Look at the table again when the connection came back (messages may have
         been lost meanwhile) or the table has been quiet too long."""
-        reconnects = self.nc.stats["reconnects"]
         while not self._stopped:
             await asyncio.sleep(max(self.stall_seconds / 3, 0.2))
             quiet = time.monotonic() - self.last_event_at
-            if self.nc.stats["reconnects"] == reconnects and quiet < self.stall_seconds + self.pace:
+            if self.nc.stats["reconnects"] == self._reconnects and quiet < self.stall_seconds + self.pace:
                 continue
-            reconnects = self.nc.stats["reconnects"]
+            self._reconnects = self.nc.stats["reconnects"]
             self.last_event_at = time.monotonic()
             await self._recover()
 

@@ -1,6 +1,7 @@
 """A bot under the permissions, against a fake table (no servers): it looks at its
-table first (ViewTable), credits chips only through the bank it was handed (a player
-may not buy himself in), and answers an open turn the view shows it."""
+table first (ViewTable) and again after a reconnect, credits chips only through the
+bank it was handed (a player may not buy himself in), and answers an open turn the
+view shows it."""
 
 from __future__ import annotations
 
@@ -112,6 +113,26 @@ def test_a_kept_seat_is_learnt_from_the_view_and_its_open_turn_answered() -> Non
     assert answer.seat == 2 and answer.action in turn.options
     ids = [int(c.command_id) for c in commands]
     assert ids == sorted(set(ids))                                        # the client's sequence
+
+
+def test_a_bot_looks_at_its_table_again_after_a_reconnect() -> None:
+    nc = FakeTable(_view([SeatView(2, "bob", 900, False)]))
+
+    def views() -> int:
+        return sum(isinstance(r, protocol.ViewTable) for _, r in nc.requests)
+
+    async def run() -> tuple[int, int]:
+        bot = Bot(TableClient(nc, "player", "bob"), "t1", 2, random.Random(1), stall_seconds=3.0)
+        await bot.start()
+        before = views()
+        nc.stats["reconnects"] += 1               # the connection came back: messages may be lost
+        await asyncio.sleep(1.3)                  # the watchdog looks every stall_seconds / 3
+        after = views()
+        await bot.stop()
+        return before, after
+
+    before, after = asyncio.run(run())
+    assert (before, after) == (1, 2)
 
 
 def test_the_operator_bank_credits_as_the_operator() -> None:

@@ -6,6 +6,7 @@ store is the judge.
 * every table's stored events replay to a valid table (``Table.replay``);
 * every public message a bot received is exactly the public view of the stored event
   of that version, and carries no down card of anybody before his showdown reveal;
+  the secrecy check (tests/secrecy.py) finds no leak in any public message;
 * each player's private subject carried exactly his own down cards, nobody else's
   (checked on everything the relay sent to the tables' private subjects);
 * chips are conserved at every table.
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from secrecy import Message, Truth, scan
 from studroom.domain import views
 from studroom.domain.events import (
     CardsDealt,
@@ -198,8 +200,9 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
     plans = plan_tables(ids, BOTS_PER_TABLE, {})
     env = child_env(secure_nats_url, database_url, settings.data_dir)
     log_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-logs-"))
+    # The default lease bucket: the table service's permissions name it (no other).
     services = Services(env, log_dir, instances=2, stores=2, name=f"it{run}",
-                        schema_prefix=prefix, lease_bucket=f"itroom_{run}_leases", authority=authority)
+                        schema_prefix=prefix, authority=authority)
     spy = Spy(authority, log_dir)
     services.start()
     try:
@@ -261,6 +264,13 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
     for table_id in ids:
         versions = [_version(h) for _, h in spy.public[table_id]]
         assert versions == list(range(1, len(stored[table_id]) + 1))
+
+    # The secrecy check (tests/secrecy.py) on every public message, the store as the truth.
+    truth = Truth()
+    for table_id, events in stored.items():
+        truth.learn_stored(table_id, events)
+    report = scan([Message(t, _version(h), data) for t in ids for data, h in spy.public[t]], truth)
+    assert not report.leaks and report.hands >= stats.hands, str(report)
 
     # Private subjects: each carries exactly its owner's own down cards.
     players = {t: _players_by_version(e) for t, e in stored.items()}
