@@ -1,7 +1,7 @@
-"""What the relay's integration tests share: a fresh database with the stores
-studroom_p0 and studroom_p1, tables written as a table service would write them, a
-monitor of the streams and the audit of the streams against the stores (every event
-exactly once on its table's public subject, in version order, as its public view;
+"""What the relay's integration tests share (their fixtures, a fresh database with the
+stores of SCHEMAS, are in conftest.py): tables written as a table service would write
+them, a monitor of the streams and the audit of the streams against the stores (every
+event exactly once on its table's public subject, in version order, as its public view;
 every player's private subject carries exactly his own copies, in order; no other
 message).
 """
@@ -13,18 +13,12 @@ import collections
 import random
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
-from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 import nats
-import psycopg
 from nats.js import api
-from psycopg import sql
 from studroom.domain import simulate, views
 from studroom.domain.commands import BuyIn, Leave, OpenTable, SitDown
 from studroom.domain.config import TableConfig
@@ -41,35 +35,6 @@ from studroom.services.wire import subjects
 SCHEMAS = ["studroom_p0", "studroom_p1"]
 decode_event = msgspec.json.Decoder(TableEvent).decode
 encode = msgspec.json.encode
-
-
-# ---------------------------------------------------------------- database, stores
-
-
-@contextmanager
-def fresh_database(database_url: str) -> Iterator[str]:
-    """A database of its own on the session's PostgreSQL (so schemas studroom_p0/p1
-    are new), dropped at the end."""
-    name = f"relay_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    parts = urlsplit(database_url)
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-
-
-@contextmanager
-def open_stores(database: str) -> Iterator[dict[str, PostgresEventStore]]:
-    """The stores of SCHEMAS in ``database``, closed at the end."""
-    opened = {schema: PostgresEventStore(database, schema=schema) for schema in SCHEMAS}
-    try:
-        yield opened
-    finally:
-        for store in opened.values():
-            store.close()
 
 
 # ------------------------------------------------------------------------ the tables

@@ -23,7 +23,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from relay_stack import SCHEMAS, Monitor, Writer, audit, fresh_database, open_stores, start_relay
+from relay_stack import SCHEMAS, Monitor, Writer, audit, start_relay
 from studroom.services.relay.config import RelayConfig
 from studroom.services.relay.relay import Relay
 from studroom.services.runtime.embedded_nats import EmbeddedNats
@@ -38,18 +38,6 @@ def nats_server(private_dir: Path) -> Iterator[EmbeddedNats]:
     """A NATS of this test's own: tests kill it, and the streams start empty."""
     with EmbeddedNats(private_dir, auth=False) as server:
         yield server
-
-
-@pytest.fixture
-def database(database_url: str) -> Iterator[str]:
-    with fresh_database(database_url) as url:
-        yield url
-
-
-@pytest.fixture
-def stores(database: str) -> Iterator[dict[str, PostgresEventStore]]:
-    with open_stores(database) as opened:
-        yield opened
 
 
 # ---------------------------------------------------------------------------- tests

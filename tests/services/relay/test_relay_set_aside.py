@@ -24,7 +24,7 @@ import msgspec
 import nats.js.errors
 import pytest
 from nats.js import api
-from relay_stack import SCHEMAS, Monitor, Writer, fetch_all, fresh_database, open_stores, renamed, start_relay
+from relay_stack import SCHEMAS, Monitor, Writer, fetch_all, renamed, start_relay
 from studroom.domain import simulate, views
 from studroom.domain.events import CardsDealt, Event, HandStarted, PlayerSatDown
 from studroom.services.auth.authority import Authority
@@ -53,18 +53,6 @@ def secure_server(private_dir: Path) -> Iterator[EmbeddedNats]:
 def authority(secure_server: EmbeddedNats) -> Authority:
     assert secure_server.authority is not None
     return secure_server.authority
-
-
-@pytest.fixture
-def database(database_url: str) -> Iterator[str]:
-    with fresh_database(database_url) as url:
-        yield url
-
-
-@pytest.fixture
-def stores(database: str) -> Iterator[dict[str, PostgresEventStore]]:
-    with open_stores(database) as opened:
-        yield opened
 
 
 def _hand(seed: int) -> list[Event]:
