@@ -297,24 +297,28 @@ class Watch:
     def tables(self) -> list[str]:
         return sorted({m.table for m in self.public})
 
-    async def complete(self, load: Callable[[str], Sequence[Event]], timeout: float = 30) -> Truth:
-        """Wait until every stored event of each table seen has come publicly (so every
-        one is scanned); then the stored events, as the truth."""
+    async def complete(self, load: Callable[[str], Sequence[Event]], tables: Iterable[str] = (),
+                       timeout: float = 30) -> Truth:
+        """Wait until every stored event of each table seen (and of ``tables``) has come
+        publicly, so that every one is scanned; then the stored events, as the truth."""
         deadline = time.monotonic() + timeout
-        for table in self.tables():
+        tables = sorted(set(tables) | set(self.tables()))
+        for table in tables:
             wanted = set(range(1, len(load(table)) + 1))
             while missing := wanted - {m.version for m in self.public if m.table == table}:
                 assert time.monotonic() < deadline, f"{table}: {len(missing)} stored events never came publicly"
                 await asyncio.sleep(0.05)
         truth = Truth()
-        for table in self.tables():
+        for table in tables:
             truth.learn_stored(table, load(table))
         return truth
 
-    async def check(self, load: Callable[[str], Sequence[Event]] | None = None, timeout: float = 30) -> Report:
-        """Scan what came (all of it, with ``load``: every table's stored events are the
-        truth); fail on any leak, and on a scan of no hand at all."""
-        truth = await self.complete(load, timeout) if load is not None else Truth()
+    async def check(self, load: Callable[[str], Sequence[Event]] | None = None, tables: Iterable[str] = (),
+                    timeout: float = 30) -> Report:
+        """Scan what came (all of it, with ``load``: the stored events of every table
+        seen and of ``tables`` are the truth); fail on any leak, and on a scan of no
+        hand at all."""
+        truth = await self.complete(load, tables, timeout) if load is not None else Truth()
         report = scan(list(self.public), truth.learn_private(list(self.private)))
         assert not report.leaks, str(report)
         assert report.hands, f"the secrecy watch saw no hand: {report}"
