@@ -23,6 +23,10 @@ SERVICES = {
     "bot": "studroom.services.players.bootstrap",
 }
 
+# studroom <name> ...: the tools of a part, each module with add_commands(commands)
+TOOLS: dict[str, str] = {
+}
+
 # studroom bench <name>
 BENCHMARKS = {
     "domain": "studroom.services.bench.domain",
@@ -162,6 +166,11 @@ def _add_bench_commands(commands: argparse._SubParsersAction) -> None:
         parser.set_defaults(run=module.run)
 
 
+def _add_tools(commands: argparse._SubParsersAction) -> None:
+    for path in TOOLS.values():
+        importlib.import_module(path).add_commands(commands)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -170,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_identity_commands(commands)
     _add_serve_commands(commands)
     _add_bench_commands(commands)
+    _add_tools(commands)
     schema = commands.add_parser("schema", help="write the JSON Schemas of events, commands, replies")
     schema.add_argument("dir", nargs="?", help="output folder (default: docs/schema)")
     schema.set_defaults(run=_schema)
