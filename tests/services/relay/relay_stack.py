@@ -3,7 +3,7 @@ stores of SCHEMAS, are in conftest.py): tables written as a table service would 
 them, a monitor of the streams and the audit of the streams against the stores (every
 event exactly once on its table's public subject, in version order, as its public view;
 every player's private subject carries exactly his own copies, in order; no other
-message).
+message; and the secrecy check, tests/secrecy.py, finds no leak in any public message).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, Self
 import msgspec
 import nats
 from nats.js import api
+from secrecy import Message, Truth, scan
 from studroom.domain import simulate, views
 from studroom.domain.commands import BuyIn, Leave, OpenTable, SitDown
 from studroom.domain.config import TableConfig
@@ -161,10 +162,12 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
     expected_public: dict[str, list[tuple[str, bytes]]] = {}
     expected_private: dict[str, list[tuple[str, bytes]]] = collections.defaultdict(list)
     owner_cards: dict[str, set[str]] = collections.defaultdict(set)   # subject -> his cards
+    truth = Truth()
     total = 0
     for schema, store in stores.items():
         for table_id in writer.tables[schema]:
             events = store.load(table_id)
+            truth.learn_stored(table_id, events)
             total += len(events)
             expected_public[subjects.public_events(table_id)] = [
                 (str(v), encode(views.public(e))) for v, e in enumerate(events, start=1)
@@ -179,6 +182,9 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
                     assert isinstance(event, CardsDealt)
                     owner_cards[subject] |= {d.card for d in event.cards if d.seat == seat and not d.up}
     assert total == writer.written
+    secrecy = scan([Message(m.subject.rsplit(".", 1)[-1], int(m.headers["Studroom-Version"]), bytes(m.data))
+                    for m in public], truth)
+    assert not secrecy.leaks and secrecy.hands, str(secrecy)
 
     ids = [m.headers["Nats-Msg-Id"] for m in public + private]
     duplicated = [i for i, n in collections.Counter(ids).items() if n > 1]
