@@ -17,6 +17,9 @@ sleeper sit out as soon as a hand starts, so each table plays exactly one hand.
   one ``TimedOut`` (counted in the store), never two;
 * a timeout arriving after the player acted is refused ``stale_timeout`` and changes
   nothing, sent directly and through the timer path (a late schedule).
+
+Every test's public messages pass the secrecy check (tests/secrecy.py) as the public
+spectator sees them.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from timer_stack import (
     every_table_finished_with_one_timeout_per_turn,
     exactly_one_timeout_per_sleeper_turn,
     lateness_ms,
+    watched,
 )
 
 pytestmark = pytest.mark.integration
@@ -105,7 +109,7 @@ def test_R19_a_sleeping_player_is_timed_out_on_time_and_the_hand_finishes(stack:
             await drivers.close()
         return drivers, stats
 
-    drivers, stats = asyncio.run(main())
+    drivers, stats = asyncio.run(watched(stack, main(), ids))
     assert not drivers.refusals, drivers.refusals
     assert stats.timed_out >= len(ids), stats.line()
     assert not stats.errors, stats.line()
@@ -148,7 +152,7 @@ def test_two_instances_share_the_work_and_no_turn_times_out_twice(stack: Stack) 
         assert not drivers.refusals, drivers.refusals
         return stats
 
-    stats = asyncio.run(main())
+    stats = asyncio.run(watched(stack, main(), ids))
     total = 0
     for table_id in ids:
         events = stack.events(table_id)
@@ -214,7 +218,7 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
             await watcher.drain()
         return drivers
 
-    drivers = asyncio.run(main())
+    drivers = asyncio.run(watched(stack, main(), ids))
     every_table_finished_with_one_timeout_per_turn(stack, ids, drivers)
     assert "Traceback" not in log_path.read_text(errors="replace"), log_path.read_text()[-3000:]
 
@@ -280,7 +284,7 @@ def test_R20_a_late_timeout_after_the_player_acted_is_refused_stale_and_changes_
         chips_conserved(table_id, events)
         assert not stats.errors, stats.line()
 
-    asyncio.run(main())
+    asyncio.run(watched(stack, main(), [table_id]))
 
 
 @pytest.mark.timeout(30)
@@ -315,7 +319,7 @@ def test_timeouts_are_counted_per_table_in_the_kv_bucket(stack: Stack) -> None:
             await drivers.close()
             await lobby.drain()
 
-    asyncio.run(main())
+    asyncio.run(watched(stack, main(), [table_id]))
 
 
 @pytest.mark.timeout(90)
@@ -356,5 +360,5 @@ def test_a_nats_restart_loses_no_pending_deadline(stack: Stack) -> None:
         assert not stats.errors, stats.line()
         return drivers
 
-    drivers = asyncio.run(main())
+    drivers = asyncio.run(watched(stack, main()))      # messages of the outage are lost to the watch
     every_table_finished_with_one_timeout_per_turn(stack, ids, drivers)

@@ -2,7 +2,8 @@
 as the room and deploy/ run it) with one table service and one relay, each under its
 own service credentials, in a thread of their own; the drivers, who play every seat
 but the sleeper's as that seat's player (the operator "floor" opens the tables and
-buys the players in); and the checks of what the tables stored.
+buys the players in); the spectator's secrecy watch; and the checks of what the
+tables stored.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import contextlib
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
+from secrecy import Watch, watching
 from studroom.domain import errors
 from studroom.domain.commands import Act, BuyIn, Command, Muck, OpenTable, Show, SitDown, SitOut
 from studroom.domain.config import Stakes, TableConfig
@@ -35,6 +38,7 @@ STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
 SLEEPER = 0
 PREFERENCE = ("raise", "bet", "complete", "call", "check", "bring_in", "fold")
 _decode = msgspec.json.Decoder(TableEvent).decode
+T = TypeVar("T")
 
 
 # ------------------------------------------------------------------------ the stack
@@ -118,6 +122,28 @@ class Stack:
             return store.load(table_id)
         finally:
             store.close()
+
+
+@contextlib.asynccontextmanager
+async def secrecy_watch(stack: Stack) -> AsyncIterator[Watch]:
+    """Every public message while inside, as the public spectator sees it, for the
+    secrecy check (tests/secrecy.py: no down card, folded card or early seed)."""
+    nc = await stack.connect_as("spectator", "public")
+    try:
+        async with watching(nc) as watch:
+            yield watch
+    finally:
+        await nc.drain()
+
+
+async def watched(stack: Stack, play: Awaitable[T], tables: list[str] | None = None) -> T:
+    """``play``'s result, after the secrecy check of every public message it caused:
+    with ``tables``, each of their stored events must have come publicly and the store
+    is the truth; without (a test that loses messages on purpose), what came is scanned."""
+    async with secrecy_watch(stack) as watch:
+        result = await play
+        await watch.check(stack.events if tables is not None else None, tables or ())
+    return result
 
 
 # ------------------------------------------------------------------------ the drivers
