@@ -44,13 +44,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long the public stream keeps events (default 604800: 7 days)")
 
 
-async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+def relay_config(args: argparse.Namespace) -> RelayConfig:
+    """The relay's settings from its options (a usage error for a retention of 0 or less)."""
     if min(args.private_max_age, args.public_max_age) <= 0:
         raise SystemExit("--private-max-age and --public-max-age must be positive")
-    config = RelayConfig(batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas,
-                         private_max_age=args.private_max_age, public_max_age=args.public_max_age)
+    return RelayConfig(batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas,
+                       private_max_age=args.private_max_age, public_max_age=args.public_max_age)
+
+
+async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     relay = await serve_relay(settings, store_schemas=args.schema or store_schemas(args.stores),
-                              stop=stop, config=config)
+                              stop=stop, config=relay_config(args))
     for name, stats in relay.stats().items():
         log.info("relay %s: %s", name, stats)
 

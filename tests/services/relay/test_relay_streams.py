@@ -4,10 +4,13 @@ JetStream context, no server)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 
 import nats.js.errors
+import pytest
 from nats.js import api
+from studroom.services.relay.bootstrap import add_arguments, relay_config
 from studroom.services.relay.config import RelayConfig
 from studroom.services.relay.dead_letters import DEAD_LETTER_BUCKET
 from studroom.services.relay.streams import (
@@ -132,3 +135,21 @@ def test_a_missing_bucket_is_created_and_an_existing_one_used() -> None:
     assert asyncio.run(ensure_bucket(js, position_bucket(config))) == f"kv {subjects.RELAY_BUCKET}"
     assert asyncio.run(ensure_bucket(js, dead_letter_bucket(config))) == f"new kv {DEAD_LETTER_BUCKET}"
     assert js.created_kv == [dead_letter_bucket(config)]
+
+
+def _options(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_serve_relay_keeps_down_cards_a_day_unless_told_otherwise() -> None:
+    assert relay_config(_options()).private_max_age == DAY
+    config = relay_config(_options("--private-max-age", "3600", "--public-max-age", "86400"))
+    assert (config.private_max_age, config.public_max_age) == (3600.0, DAY)
+
+
+@pytest.mark.parametrize("option", ["--private-max-age", "--public-max-age"])
+def test_a_retention_of_zero_is_a_usage_error(option: str) -> None:
+    with pytest.raises(SystemExit, match="must be positive"):
+        relay_config(_options(option, "0"))
