@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 class RelayError(RuntimeError):
-    """Something the relay must not guess about (e.g. a seat without a player)."""
+    """Something about a whole store the relay must not guess about (e.g. a store
+    shorter than its position record); retried, never set aside."""
 
 
 class BusError(RuntimeError):

@@ -1,6 +1,7 @@
 """One store's relay: read its notification log in batches, publish each batch, wait
-for its acks, record the position; on every (re)start recover the batch that may
-have been in flight. How that makes every message exactly once, and the latency and
+for its acks, set aside the messages that could not be published (dead letters),
+record the position; on every (re)start recover the batch that may have been in
+flight. How that makes every message exactly once, and the latency and
 position-record trade-offs: docs/design/relay.md."""
 
 from __future__ import annotations
