@@ -28,6 +28,11 @@ BAD_AMOUNT: Final = "bad_amount"
 SHORT_BUY_IN: Final = "short_buy_in"
 OVER_MAX_BUY_IN: Final = "over_max_buy_in"
 
+# Accounts (the cashier: domain/account.py)
+INSUFFICIENT_FUNDS: Final = "insufficient_funds"      # more than the account's balance
+DUPLICATE_REFERENCE: Final = "duplicate_reference"    # a deposit's or withdrawal's reference used before
+UNKNOWN_BUY_IN: Final = "unknown_buy_in"              # no such buy-in reserved in the account
+
 # Hands and dealing
 HAND_IN_PROGRESS: Final = "hand_in_progress"
 NOT_ENOUGH_PLAYERS: Final = "not_enough_players"

@@ -1,0 +1,283 @@
+"""A player's account at the cashier: an event-sourced aggregate (docs/design/cashier.md).
+
+Chips are whole numbers and the balance is never below zero.
+
+- An **operator** deposits and withdraws; each movement has a reference (a name, unique
+  in the account): a retried deposit is refused ``duplicate_reference``, never booked
+  twice.
+- A **buy-in** (or top-up) is a saga run by the cashier service: :meth:`Account.reserve`
+  takes the chips off the balance for a seat at a table, then :meth:`Account.confirm`
+  (the table credited the seat: the chips stay at the table) or :meth:`Account.refund`
+  (the table refused: they come back).  The player numbers his buy-in requests like his
+  table commands (``command_ids``): a replayed request is refused ``duplicate_command``.
+- A **cash-out** (:meth:`Account.cash_out`) credits the chips a seat held when its
+  player left a table, once per ``PlayerLeft``: the account remembers the table
+  versions it was credited for.
+
+Each method checks everything first and raises a DomainError that changes nothing, or
+applies its event and returns it.  The clock (``at_ms``) is handed in by the cashier.
+The account of player P is the stream ``account.P`` of the cashier's store.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeVar, Union
+
+import msgspec
+
+from . import command_ids
+from .authority import Sender
+from .errors import (
+    BAD_AMOUNT,
+    DUPLICATE_COMMAND,
+    DUPLICATE_REFERENCE,
+    FORBIDDEN,
+    INSUFFICIENT_FUNDS,
+    UNKNOWN_BUY_IN,
+    UNKNOWN_SEAT,
+    DomainError,
+    quoted,
+)
+from .limits import MAX_TABLE_CHIPS, SEATS
+from .names import check_name
+
+MAX_MOVEMENT: Final = MAX_TABLE_CHIPS     # any one deposit, withdrawal or buy-in
+MAX_BALANCE: Final = 10**15               # a deposit never takes a balance above this (< 2**53)
+STREAM_PREFIX: Final = "account."
+
+Operation = Literal["view", "buy_in", "deposit", "withdraw"]
+PLAYER_OPERATIONS: Final = ("view", "buy_in")          # his own account only
+OPERATOR_OPERATIONS: Final = ("view", "deposit", "withdraw")
+
+
+# --- events ----------------------------------------------------------------------------
+
+
+class AccountEvent(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
+    v: int = 1
+    at_ms: int = 0                # when the cashier booked it (ms since the epoch)
+
+
+class Deposited(AccountEvent, tag=True):
+    amount: int
+    reference: str
+    operator: str
+
+
+class Withdrawn(AccountEvent, tag=True):
+    amount: int
+    reference: str
+    operator: str
+
+
+class BuyInReserved(AccountEvent, tag=True):
+    """Chips taken off the balance for a seat: the table gets ``BuyIn`` with
+    ``command_id`` from the service "cashier"."""
+
+    table_id: str
+    seat: int
+    amount: int
+    command_id: str               # the table command's id (the cashier's sequence at that table)
+    request_id: str               # the player's request, stored as "<role>.<name>#<n>"
+
+
+class BuyInConfirmed(AccountEvent, tag=True):
+    """The table credited the seat (its ``ChipsBought`` carries ``service.cashier#<command_id>``)."""
+
+    table_id: str
+    seat: int
+    amount: int
+    command_id: str
+
+
+class BuyInRefunded(AccountEvent, tag=True):
+    """The table refused the buy-in (``reason``: its error code): the chips are back."""
+
+    table_id: str
+    seat: int
+    amount: int
+    command_id: str
+    reason: str
+
+
+class CashedOut(AccountEvent, tag=True):
+    """The chips of a seat whose player left the table (its ``PlayerLeft`` at ``version``)."""
+
+    table_id: str
+    version: int
+    seat: int
+    amount: int
+
+
+AccountEventType = Union[Deposited, Withdrawn, BuyInReserved, BuyInConfirmed, BuyInRefunded, CashedOut]
+E = TypeVar("E", bound=AccountEvent)
+
+
+# --- who may do what -----------------------------------------------------------------------
+
+
+def authorize(sender: Sender, player: str, operation: Operation) -> None:
+    """Raise ``forbidden`` unless ``sender`` may do ``operation`` on ``player``'s account:
+    a player looks at and buys in from his own account only; an operator looks at,
+    deposits to and withdraws from any account."""
+    if sender.role == "player":
+        if operation not in PLAYER_OPERATIONS:
+            raise DomainError(FORBIDDEN, f"a player may not {operation}")
+        if player != sender.name:
+            raise DomainError(FORBIDDEN, f"player {quoted(sender.name)} may not {operation} "
+                                         f"on the account of {quoted(player)}")
+        return
+    if sender.role == "operator" and operation in OPERATOR_OPERATIONS:
+        return
+    raise DomainError(FORBIDDEN, f"a {sender.role} may not {operation} on an account")
+
+
+def stream_id(player: str) -> str:
+    return STREAM_PREFIX + player
+
+
+def player_of(stream: str) -> str | None:
+    """The player whose account ``stream`` is, or None for another stream."""
+    return stream[len(STREAM_PREFIX):] if stream.startswith(STREAM_PREFIX) else None
+
+
+# --- the aggregate -------------------------------------------------------------------------
+
+
+class Reservation(msgspec.Struct, frozen=True):
+    table_id: str
+    seat: int
+    amount: int
+    command_id: str
+
+
+def buy_in_key(table_id: str, command_id: str) -> str:
+    """A buy-in's name in its account: the table and the table command's id."""
+    return f"{table_id}#{command_id}"
+
+
+def _check_amount(amount: object, what: str) -> int:
+    if isinstance(amount, bool) or not isinstance(amount, int) or not 0 < amount <= MAX_MOVEMENT:
+        raise DomainError(BAD_AMOUNT, f"{what} is a whole number of chips in 1..{MAX_MOVEMENT}, not {quoted(amount)}")
+    return amount
+
+
+class Account:
+    """One player's account, rebuilt from its events (:meth:`replay`)."""
+
+    def __init__(self, player: str) -> None:
+        self.player = player
+        self.balance = 0
+        self.version = 0                                   # events applied
+        self.pending: dict[str, Reservation] = {}          # buy_in_key -> reserved, not settled
+        self.references: set[str] = set()                  # of deposits and withdrawals
+        self.cashed_out: dict[str, set[int]] = {}          # table -> versions of PlayerLeft credited
+        self.last_requests: dict[str, int] = {}            # the player's highest buy-in request id
+
+    @classmethod
+    def replay(cls, player: str, events: list[AccountEventType]) -> Account:
+        account = cls(player)
+        for event in events:
+            account.apply(event)
+        return account
+
+    @property
+    def reserved(self) -> int:
+        """Chips on their way to a table (reserved, not yet confirmed or refunded)."""
+        return sum(r.amount for r in self.pending.values())
+
+    # --- operators
+
+    def deposit(self, amount: int, reference: str, operator: str, at_ms: int) -> Deposited:
+        _check_amount(amount, "a deposit")
+        self._check_reference(reference)
+        if self.balance + amount > MAX_BALANCE:
+            raise DomainError(BAD_AMOUNT, f"a deposit may not take a balance above {MAX_BALANCE}")
+        return self._emit(Deposited(amount=amount, reference=reference, operator=operator, at_ms=at_ms))
+
+    def withdraw(self, amount: int, reference: str, operator: str, at_ms: int) -> Withdrawn:
+        _check_amount(amount, "a withdrawal")
+        self._check_reference(reference)
+        self._check_funds(amount)
+        return self._emit(Withdrawn(amount=amount, reference=reference, operator=operator, at_ms=at_ms))
+
+    # --- the buy-in saga
+
+    def reserve(self, table_id: str, seat: int, amount: int, command_id: str, request_id: str | None,
+                at_ms: int) -> BuyInReserved:
+        """Take ``amount`` off the balance for ``seat`` at ``table_id``; ``request_id``
+        is the player's number for this request (above his last)."""
+        check_name(table_id, "table id")
+        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < SEATS[1]:
+            raise DomainError(UNKNOWN_SEAT, f"seats are 0..{SEATS[1] - 1}, not {quoted(seat)}")
+        _check_amount(amount, "a buy-in")
+        stored_request = command_ids.next_id(self.last_requests, Sender("player", self.player), request_id)
+        if buy_in_key(table_id, command_id) in self.pending:
+            raise DomainError(DUPLICATE_COMMAND, f"buy-in {command_id} at {table_id} is reserved already")
+        self._check_funds(amount)
+        return self._emit(BuyInReserved(table_id=table_id, seat=seat, amount=amount, command_id=command_id,
+                                        request_id=stored_request, at_ms=at_ms))
+
+    def confirm(self, table_id: str, command_id: str, at_ms: int) -> BuyInConfirmed:
+        r = self._reservation(table_id, command_id)
+        return self._emit(BuyInConfirmed(table_id=table_id, seat=r.seat, amount=r.amount,
+                                         command_id=command_id, at_ms=at_ms))
+
+    def refund(self, table_id: str, command_id: str, reason: str, at_ms: int) -> BuyInRefunded:
+        r = self._reservation(table_id, command_id)
+        return self._emit(BuyInRefunded(table_id=table_id, seat=r.seat, amount=r.amount,
+                                        command_id=command_id, reason=reason, at_ms=at_ms))
+
+    # --- leaving a table
+
+    def cash_out(self, table_id: str, version: int, seat: int, amount: int, at_ms: int) -> CashedOut | None:
+        """Credit a seat's chips for the ``PlayerLeft`` at ``version`` of ``table_id``;
+        None when that one was credited before (or left nothing)."""
+        if amount <= 0 or version in self.cashed_out.get(table_id, ()):
+            return None
+        return self._emit(CashedOut(table_id=table_id, version=version, seat=seat, amount=amount, at_ms=at_ms))
+
+    # --- event sourcing
+
+    def apply(self, event: AccountEvent) -> None:
+        if isinstance(event, Deposited):
+            self.balance += event.amount
+            self.references.add(event.reference)
+        elif isinstance(event, Withdrawn):
+            self.balance -= event.amount
+            self.references.add(event.reference)
+        elif isinstance(event, BuyInReserved):
+            self.balance -= event.amount
+            self.pending[buy_in_key(event.table_id, event.command_id)] = Reservation(
+                event.table_id, event.seat, event.amount, event.command_id)
+            command_ids.remember(self.last_requests, event.request_id)
+        elif isinstance(event, BuyInConfirmed):
+            del self.pending[buy_in_key(event.table_id, event.command_id)]
+        elif isinstance(event, BuyInRefunded):
+            del self.pending[buy_in_key(event.table_id, event.command_id)]
+            self.balance += event.amount
+        elif isinstance(event, CashedOut):
+            self.balance += event.amount
+            self.cashed_out.setdefault(event.table_id, set()).add(event.version)
+        self.version += 1
+
+    def _emit(self, event: E) -> E:
+        self.apply(event)
+        return event
+
+    # --- checks
+
+    def _check_reference(self, reference: str) -> None:
+        check_name(reference, "reference")
+        if reference in self.references:
+            raise DomainError(DUPLICATE_REFERENCE, f"reference {quoted(reference)} was used before in this account")
+
+    def _check_funds(self, amount: int) -> None:
+        if amount > self.balance:
+            raise DomainError(INSUFFICIENT_FUNDS, f"{amount} chips asked, the balance is {self.balance}")
+
+    def _reservation(self, table_id: str, command_id: str) -> Reservation:
+        r = self.pending.get(buy_in_key(table_id, command_id))
+        if r is None:
+            raise DomainError(UNKNOWN_BUY_IN, f"no buy-in {command_id} at {table_id} is reserved")
+        return r
