@@ -25,6 +25,7 @@ SERVICES = {
 
 # studroom <name> ...: the tools of a part, each module with add_commands(commands)
 TOOLS: dict[str, str] = {
+    "auth": "studroom.services.auth.cli",
 }
 
 # studroom bench <name>
@@ -79,23 +80,6 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_identity(role: str, args: argparse.Namespace) -> int:
-    """A NATS identity of ``role`` in the room's Authority: print its credentials' path."""
-    from pathlib import Path
-
-    from .auth.authority import Authority, room_authority
-    from .runtime.settings import Settings
-    from .wire.subjects import BadName
-
-    authority = Authority(Path(args.auth_dir)) if args.auth_dir else room_authority(Settings.from_env().data_dir)
-    try:
-        print(authority.ensure(role, args.name))
-    except BadName as e:
-        print(f"studroom {role} add: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
 def _room(args: argparse.Namespace) -> int:
     from .room import room
 
@@ -117,17 +101,6 @@ def _add_hand_commands(commands: argparse._SubParsersAction) -> None:
     audit = hand.add_parser("audit", help="prove a hand's cards from its revealed seed (R32)")
     audit.add_argument("file", help="the hand's events as JSON, or - for stdin")
     audit.set_defaults(run=_hand_audit)
-
-
-def _add_identity_commands(commands: argparse._SubParsersAction) -> None:
-    for role, who in (("player", "a player (his own seat only)"),
-                      ("operator", "an operator (tables, chips, live-dealer input)")):
-        group = commands.add_parser(role, help=f"NATS identities of {role}s").add_subparsers(dest=role, required=True)
-        add = group.add_parser("add", help=f"create {who} and print the path of its NATS credentials")
-        add.add_argument("name", help="1..64 letters, digits, '_' or '-'")
-        add.add_argument("--auth-dir", default=None,
-                         help="the Authority's folder (default: auth/ in the data folder, STUDROOM_DATA_DIR)")
-        add.set_defaults(run=partial(_add_identity, role))
 
 
 def _add_room_command(commands: argparse._SubParsersAction) -> None:
@@ -176,7 +149,6 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     _add_hand_commands(commands)
     _add_room_command(commands)
-    _add_identity_commands(commands)
     _add_serve_commands(commands)
     _add_bench_commands(commands)
     _add_tools(commands)
