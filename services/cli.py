@@ -21,11 +21,13 @@ SERVICES = {
     "relay": "studroom.services.relay.bootstrap",
     "timer": "studroom.services.timer.bootstrap",
     "bot": "studroom.services.players.bootstrap",
+    "cashier": "studroom.services.cashier.bootstrap",
 }
 
 # studroom <name> ...: the tools of a part, each module with add_commands(commands)
 TOOLS: dict[str, str] = {
     "auth": "studroom.services.auth.cli",
+    "cashier": "studroom.services.cashier.tools",
 }
 
 # studroom bench <name>

@@ -85,9 +85,18 @@ class Authority:
         return jwt.user_jwt(self.account_seed, user_seed, name, publish=publish, subscribe=subscribe), user_seed
 
     def ensure(self, role: str, name: str) -> Path:
-        """The identity's credentials, issued on first use."""
+        """The identity's credentials, issued on first use, and again when its role's
+        powers have changed since (a room's data folder outlives a version)."""
         path = self.creds_path(role, name)
-        return path if path.exists() else self.issue(role, name)
+        if path.exists() and _granted(path.read_text()) == powers.of(role, name):
+            return path
+        return self.issue(role, name)
+
+
+def _granted(creds_text: str) -> powers.Powers:
+    """The permissions in a credentials file's JWT."""
+    nats = jwt.creds_claims(creds_text)["nats"]
+    return powers.Powers(publish=nats["pub"].get("allow", []), subscribe=nats["sub"].get("allow", []))
 
 
 def room_authority(data_dir: Path) -> Authority:

@@ -113,7 +113,12 @@ def creds(user_token: str, user_seed: bytes) -> str:
             "------END USER NKEY SEED------\n")
 
 
+def creds_claims(text: str) -> dict[str, Any]:
+    """The claims of the JWT inside a ``.creds`` file's text."""
+    token = text.split("-----BEGIN NATS USER JWT-----")[1].split("------END NATS USER JWT------")[0]
+    return claims(token.strip())
+
+
 def creds_name(text: str) -> str:
     """The user name inside a ``.creds`` file's JWT."""
-    token = text.split("-----BEGIN NATS USER JWT-----")[1].split("------END NATS USER JWT------")[0]
-    return str(claims(token.strip())["name"])
+    return str(creds_claims(text)["name"])

@@ -28,6 +28,7 @@ UNAVAILABLE: Final = "unavailable"      # no service owns the table right now (p
 INTERNAL: Final = "internal"            # the service failed; the command changed nothing
 TIMEOUT: Final = "timeout"              # the client got no reply in time (set by the client)
 BAD_REPLY: Final = "bad_reply"          # the client got a reply it cannot decode (set by the client)
+PENDING: Final = "pending"              # a buy-in on its way: the cashier completes or undoes it (not retried)
 
 # Codes a client, a bot or the timer retries (a bounded number of times): each means the
 # command changed nothing and the same command may succeed a moment later.

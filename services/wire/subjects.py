@@ -19,6 +19,10 @@ Events (JetStream, written only by the relay)
     ``studroom.priv.<player>.<table_id>``  one player's private copies (his own down
                                            cards); only he and the services may read it
 
+The cashier (request/reply)
+    ``studroom.cashier.<role>.<name>``     a player's or an operator's requests (balance,
+                                           movements, buy-ins; deposits, withdrawals)
+
 Relay
     ``studroom.relay.nudge.<store>``       core NATS nudge: "store <store> has new events"
                                            (KV bucket ``studroom_relay`` keeps positions)
@@ -124,6 +128,30 @@ def table_private_events(table_id: str) -> str:
     """Every player's private copies at one table (the relay's recovery scan; never a
     client permission)."""
     return f"{PREFIX}.priv.*.{check_name(table_id)}"
+
+
+# The cashier (services/cashier/): requests by request/reply, the sender in the subject
+
+CASHIER_ROLES = ("player", "operator")
+
+
+def cashier_requests(role: str, name: str) -> str:
+    """Where a player or an operator sends his requests to the cashier (only he may)."""
+    if role not in CASHIER_ROLES:
+        raise BadName(f"{role!r} sends no requests to the cashier")
+    return f"{PREFIX}.cashier.{role}.{check_name(name)}"
+
+
+def all_cashier_requests() -> str:
+    return f"{PREFIX}.cashier.*.*"
+
+
+def cashier_sender(subject: str) -> tuple[str, str]:
+    """``studroom.cashier.<role>.<name>`` -> (role, name); BadName for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 4 or parts[:2] != [PREFIX, "cashier"] or parts[2] not in CASHIER_ROLES:
+        raise BadName(f"{subject!r} is not a cashier request subject")
+    return parts[2], check_name(parts[3])
 
 
 # The relay (services/relay.py)

@@ -1,0 +1,90 @@
+"""The cashier's composition root: ``studroom serve cashier``.
+
+Opens the cashier's event store (PostgreSQL schema ``studroom_cashier``), connects to
+NATS as the service "cashier" (``STUDROOM_NATS_CREDS``, or the embedded room's) and
+runs one :class:`~.service.CashierService` until stopped; embedded servers are started
+when the settings name none.  Several instances may run at once (``--instance-id``
+unique among them: a restarted instance finishes its own open buy-ins at once).
+Light to import: the CLI reads ``HELP`` and ``add_arguments`` of every process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+
+from ..runtime.settings import Settings
+
+HELP = "the cashier: players' accounts, buy-ins to seats (a saga), cash-outs"
+
+CRASH_EXIT = 70          # the exit code of --crash-after (tests of the saga's recovery)
+
+log = logging.getLogger("studroom.cashier")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .books import CASHIER_SCHEMA
+    from .cash_outs import CONSUMER
+
+    parser.add_argument("--instance-id", default=None,
+                        help="a name unique among the running instances (default: host-pid)")
+    parser.add_argument("--takeover-after", type=float, default=30.0, metavar="SECONDS",
+                        help="finish another instance's open buy-in it has not touched this long (default 30)")
+    parser.add_argument("--schema", default=CASHIER_SCHEMA, help=argparse.SUPPRESS)
+    parser.add_argument("--consumer", default=CONSUMER, help=argparse.SUPPRESS)
+    parser.add_argument("--crash-after", choices=("reserved", "sent"), default=None, help=argparse.SUPPRESS)
+
+
+async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from ..runtime import process
+    from ..runtime.credentials import credentials
+    from ..runtime.servers import servers
+    from ..store.postgres import PostgresEventStore
+    from ..table.bootstrap import default_instance_id
+    from .saga import SENDER
+    from .service import CashierService
+
+    instance_id = args.instance_id or default_instance_id()
+    service: CashierService | None = None
+
+    async def reconnected() -> None:
+        if service is not None:
+            service.reconnected()
+
+    with contextlib.ExitStack() as stack:
+        nats_url, database_url = stack.enter_context(servers(settings))
+        store = await asyncio.to_thread(PostgresEventStore, database_url, schema=args.schema,
+                                        pool_size=4, max_overflow=4)
+        stack.callback(store.close)
+        nc = await process.connect(nats_url, f"studroom-cashier-{instance_id}",
+                                   creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
+        try:
+            service = CashierService(nc, store, instance_id=instance_id,
+                                     takeover_ms=int(args.takeover_after * 1000),
+                                     consumer=args.consumer, after_step=_crash_after(args.crash_after))
+            await service.start()
+            print(f"cashier {instance_id} ready: store {store.name}", flush=True)
+            await service.run(stop)
+            await service.close()
+            log.info("cashier %s stops: %d cash-outs booked, %d buy-ins resumed", instance_id,
+                     service.cash_outs.credited, service.recovery.resumed)
+        finally:
+            with contextlib.suppress(Exception):
+                await nc.drain()
+
+
+def _crash_after(step: str | None) -> Callable[[str], None] | None:
+    """A fault hook for tests: end the process at once after ``step`` of a buy-in."""
+    if step is None:
+        return None
+
+    def crash(done: str) -> None:
+        if done == step:
+            log.warning("--crash-after %s: exiting", step)
+            os._exit(CRASH_EXIT)
+
+    return crash
