@@ -7,10 +7,10 @@ service's own hand starts, scripted hands) and are trusted.
 
 - A **player** sits down as himself, and posts or skips the ante, acts, shows, mucks,
   sits out and leaves only for the seat he holds.  He never credits chips (a buy-in
-  comes through the cashier, or an operator) and never starts a hand.
-- An **operator** (floor, live dealer, cashier desk) opens tables, credits chips
-  (until the cashier does), feeds live-dealer input (R28: starts a live table's hand
-  and deals its streets), and may sit a player out or remove him.
+  comes through the cashier, from his account) and never starts a hand.
+- An **operator** (floor, live dealer, cashier desk) opens tables, feeds live-dealer
+  input (R28: starts a live table's hand and deals its streets), and may sit a player
+  out or remove him.  He credits no chips: money moves through the cashier.
 - A **service** has exactly its own command: the timer times out turns (R20), the
   cashier credits chips.
 """
@@ -44,7 +44,7 @@ Role = Literal["player", "operator", "service"]
 
 # Commands a player gives for the seat he holds (SitDown: for himself).
 SEAT_COMMANDS: Final = (PostAnte, SkipAnte, Act, Show, Muck, SitOut, Leave)
-OPERATOR_COMMANDS: Final = (OpenTable, BuyIn, DealStreet, StartHand, SitOut, Leave)
+OPERATOR_COMMANDS: Final = (OpenTable, DealStreet, StartHand, SitOut, Leave)
 SERVICE_COMMANDS: Final = {"timer": (Timeout,), "cashier": (BuyIn,)}
 
 

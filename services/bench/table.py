@@ -45,11 +45,13 @@ class TablePlayer:
     """Plays every seat of one table through the service: it follows the table in the
     event store (a replayed mirror), answers each turn with :func:`simulate.choose`
     and buys a busted seat in again.  Seats post their antes themselves.  Each seat's
-    commands go as its player; the table's opening and buy-ins as an operator."""
+    commands go as its player; the table's opening as an operator, buy-ins as the
+    service "cashier"."""
 
     def __init__(self, nc: Any, store: EventStore, table_id: str, rng: random.Random) -> None:
         self.nc = nc
         self.floor = TableClient(nc, "operator", "bench")
+        self.cashier = TableClient(nc, "service", "cashier")
         self.players: dict[int, TableClient] = {}
         self.store = store
         self.table_id = table_id
@@ -70,7 +72,8 @@ class TablePlayer:
     async def send(self, command: Command) -> str | None:
         """Send one command as whoever gives it: the refusal's code, or None."""
         seat = getattr(command, "seat", None)
-        client = self.floor if isinstance(command, OpenTable | BuyIn) or seat is None else self.players[seat]
+        client = (self.cashier if isinstance(command, BuyIn) else
+                  self.floor if isinstance(command, OpenTable) or seat is None else self.players[seat])
         started = time.perf_counter()
         reply = await client.send(self.table_id, command)
         self.latencies.append(time.perf_counter() - started)

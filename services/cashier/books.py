@@ -1,11 +1,13 @@
 """The accounts and the table desks in the cashier's event store (PostgreSQL schema
 ``studroom_cashier``, through the store port), for asyncio code.
 
-Each aggregate is kept in memory as last stored and caught up before every use (its
-events after the version in memory: other instances write too).  Callers work on a
-copy; :meth:`Books.save` appends the copies' new events, all streams in ONE
-transaction, and the copies then replace the kept ones.  A ``VersionConflict`` means
-someone stored first and nothing was written: load again and decide again.
+Each aggregate is kept in memory as last stored.  A read catches it up first (its
+events after the version in memory: other instances write too); a write may start
+from the kept copy without reading (``fresh=False``): if anyone stored since, the
+append is refused as a ``VersionConflict`` and nothing is written, so the writer
+reads fresh and decides again.  Callers work on a copy; :meth:`Books.save` appends the
+copies' new events, all streams in ONE transaction, and the copies then replace the
+kept ones.
 """
 
 from __future__ import annotations
@@ -43,13 +45,13 @@ class Books:
         self.store = store
         self._kept: dict[str, Account | TableDesk] = {}
 
-    async def account(self, player: str) -> Account:
-        """A copy of ``player``'s account as stored now."""
-        return await self._load(accounts.stream_id(player), lambda: Account(player))
+    async def account(self, player: str, *, fresh: bool = True) -> Account:
+        """A copy of ``player``'s account as stored now (``fresh=False``: as kept)."""
+        return await self._load(accounts.stream_id(player), lambda: Account(player), fresh)
 
-    async def desk(self, table_id: str) -> TableDesk:
-        """A copy of the desk at ``table_id`` as stored now."""
-        return await self._load(desks.stream_id(table_id), lambda: TableDesk(table_id))
+    async def desk(self, table_id: str, *, fresh: bool = True) -> TableDesk:
+        """A copy of the desk at ``table_id`` as stored now (``fresh=False``: as kept)."""
+        return await self._load(desks.stream_id(table_id), lambda: TableDesk(table_id), fresh)
 
     async def movements(self, player: str, after: int) -> list[AccountEventType]:
         """``player``'s account events after version ``after``, in order."""
@@ -66,9 +68,12 @@ class Books:
         for aggregate, _ in changes:
             self._keep(_stream(aggregate), aggregate)
 
-    async def _load(self, stream: str, new: Callable[[], A]) -> A:
+    async def _load(self, stream: str, new: Callable[[], A], fresh: bool) -> A:
         while True:
-            kept: Any = self._kept.get(stream) or new()
+            kept: Any = self._kept.get(stream)
+            if kept is not None and not fresh:
+                return copy.deepcopy(kept)  # type: ignore[no-any-return]
+            kept = kept or new()
             after = kept.version
             events = await asyncio.to_thread(self.store.load, stream, after)
             if self._kept.get(stream, kept) is not kept:

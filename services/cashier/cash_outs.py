@@ -91,8 +91,8 @@ class CashOuts:
         """Credit ``left.cashed_out`` to the player's account unless it was before."""
         if left.cashed_out <= 0:
             return
-        for _ in range(ATTEMPTS):
-            account = await self.books.account(subjects.check_name(left.player))
+        for attempt in range(ATTEMPTS):
+            account = await self.books.account(subjects.check_name(left.player), fresh=attempt > 0)
             cashed = account.cash_out(table_id, version, left.seat, left.cashed_out, now_ms())
             if cashed is None:
                 self.repeated += 1

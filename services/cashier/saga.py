@@ -25,7 +25,7 @@ from typing import Final
 
 import msgspec
 from studroom.domain.commands import BuyIn
-from studroom.domain.errors import DUPLICATE_COMMAND
+from studroom.domain.errors import DUPLICATE_COMMAND, DomainError
 
 from ..players.client import TableClient
 from ..store.port import VersionConflict
@@ -89,16 +89,22 @@ class BuyInSaga:
         """Reserve, send, settle.  Refusals of the account raise DomainError (nothing
         reserved); :class:`Busy` when another buy-in at the table cannot be finished now."""
         async with self._lock(table_id):
-            for _ in range(ATTEMPTS):
-                desk = await self.books.desk(table_id)
+            for attempt in range(ATTEMPTS):
+                fresh = attempt > 0          # the first try writes from the kept copies
+                desk = await self.books.desk(table_id, fresh=fresh)
                 if desk.open is not None:
-                    if (await self._resume_open(desk)).outcome == "pending":
+                    if fresh and (await self._resume_open(desk)).outcome == "pending":
                         raise Busy(f"a buy-in at {table_id} is on its way")
                     continue
-                account = await self.books.account(player)
+                account = await self.books.account(player, fresh=fresh)
                 at = now_ms()
                 command_id = desk.next_command_id(now_us())
-                reserved = account.reserve(table_id, seat, amount, command_id, request_id, at)
+                try:
+                    reserved = account.reserve(table_id, seat, amount, command_id, request_id, at)
+                except DomainError:
+                    if fresh:
+                        raise
+                    continue                 # refused on the kept copy: decide on what is stored
                 opened = desk.open_buy_in(player, seat, amount, command_id, self.owner, at)
                 try:
                     await self.books.save((account, [reserved]), (desk, [opened]))
@@ -150,11 +156,11 @@ class BuyInSaga:
     async def _settle(self, table_id: str, buy_in: OpenBuyIn, result: Settled) -> Settled:
         """Confirm or refund in the account and close the desk, in one transaction,
         unless another instance took the buy-in over meanwhile."""
-        for _ in range(ATTEMPTS):
-            desk = await self.books.desk(table_id)
+        for attempt in range(ATTEMPTS):
+            desk = await self.books.desk(table_id, fresh=attempt > 0)
             if desk.open is None or desk.open.command_id != buy_in.command_id or desk.open.owner != self.owner:
                 return PENDING              # taken over (or settled) by another instance
-            account = await self.books.account(buy_in.player)
+            account = await self.books.account(buy_in.player, fresh=attempt > 0)
             at = now_ms()
             if result.outcome == "confirmed":
                 settled = account.confirm(table_id, buy_in.command_id, at)

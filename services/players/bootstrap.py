@@ -2,9 +2,9 @@
 
 The bot connects as the player ``--player``: with ``STUDROOM_NATS_CREDS``, or, next to
 a room running in the data folder, with the credentials its Authority issues that
-player.  A player may not credit himself chips: ``--operator-creds`` names an
-operator's credentials that buy the bot in (a stopgap until the cashier); without it
-the bot plays the chips someone credits to its seat.
+player.  A player may not credit himself chips: with ``--cashier`` the bot buys in and
+tops up through the cashier, from its own account; without it the bot plays the
+chips someone credits to its seat.
 """
 
 from __future__ import annotations
@@ -15,15 +15,10 @@ import contextlib
 import logging
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..auth.authority import identity_of
 from ..runtime import process
 from ..runtime.credentials import credentials
 from ..runtime.settings import Settings
-
-if TYPE_CHECKING:
-    from .bank import Bank
 
 HELP = "one bot player at one table (random legal moves)"
 
@@ -36,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--player", required=True)
     parser.add_argument("--pace", type=int, default=500, metavar="MS", help="think time (default 500)")
     parser.add_argument("--seed", type=int, default=None, help="random seed of its decisions")
-    parser.add_argument("--operator-creds", type=Path, default=None, metavar="FILE",
-                        help="an operator's NATS credentials that credit the bot's buy-ins "
-                             "(until the cashier; default: wait to be credited)")
+    parser.add_argument("--cashier", action="store_true",
+                        help="buy in and top up through the cashier, from the player's account "
+                             "(default: wait to be credited)")
 
 
 def nats_url(settings: Settings) -> str:
@@ -57,6 +52,8 @@ def nats_url(settings: Settings) -> str:
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     """Play one seat until ``stop`` is set; then give the seat up."""
+    from ..cashier.client import CashierClient
+    from .bank import CashierBank
     from .bot import Bot
     from .client import TableClient
 
@@ -65,7 +62,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         nc = await process.connect(url, f"studroom-bot-{args.player}",
                                    creds=credentials(settings, "player", args.player))
         stack.push_async_callback(nc.drain)
-        bank = None if args.operator_creds is None else await _operator_bank(args.operator_creds, url, stack)
+        bank = CashierBank(CashierClient(nc, "player", args.player)) if args.cashier else None
         bot = Bot(TableClient(nc, "player", args.player), args.table, args.seat,
                   random.Random(args.seed), args.pace, bank=bank, record=False, count_hands=True)
         stack.push_async_callback(bot.stop)
@@ -79,15 +76,3 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     stats = bot.stats
     print(f"{args.player}: {stats.actions} actions, {stats.hands} hands, {stats.errors} errors")
 
-
-async def _operator_bank(creds: Path, url: str, stack: contextlib.AsyncExitStack) -> Bank:
-    """Buy-ins credited by the operator whose credentials are in ``creds``."""
-    from .bank import OperatorBank
-    from .client import TableClient
-
-    role, name = identity_of(creds)
-    if role != "operator":
-        raise SystemExit(f"{creds}: the credentials of a {role}, not of an operator")
-    nc = await process.connect(url, f"studroom-bank-{name}", creds=creds)
-    stack.push_async_callback(nc.drain)
-    return OperatorBank(TableClient(nc, role, name))

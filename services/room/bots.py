@@ -1,7 +1,8 @@
 """The room's bots, all in this process, each a player with his own NATS connection
-and credentials; the room's operator ("floor") opens the tables and credits the
-bots' buy-ins; one spectator connection subscribes to each table's public subject
-and hands every message, decoded once, to the table's bots."""
+and credentials; the room's operator ("floor") opens the tables and deposits each
+bot's bankroll at the cashier, from which the bots buy in and top up (their own
+requests to the cashier); one spectator connection subscribes to each table's public
+subject and hands every message, decoded once, to the table's bots."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from studroom.domain import errors
 from studroom.domain.commands import OpenTable
 
 from ..auth.authority import Authority
-from ..players.bank import OperatorBank
+from ..cashier.client import CashierClient
+from ..players.bank import CashierBank
 from ..players.bot import Bot
 from ..players.client import TableClient
 from ..players.messages import decode_event
@@ -26,8 +28,9 @@ from ..runtime import process
 from ..wire import protocol, subjects
 from .plans import TablePlan
 
-FLOOR: Final = "floor"          # the room's operator: opens tables, credits buy-ins
+FLOOR: Final = "floor"          # the room's operator: opens tables, deposits the bots' bankrolls
 SPECTATOR: Final = "public"     # the room's spectator identity: public events only
+BANKROLL_BUY_INS: Final = 100   # each start tops a bot's account up to this many of its buy-ins
 
 
 async def open_table(client: Any, plan: TablePlan, deadline: float) -> None:
@@ -48,6 +51,19 @@ async def open_table(client: Any, plan: TablePlan, deadline: float) -> None:
             break
         await asyncio.sleep(0.25)
     raise RuntimeError(f"could not open table {plan.table_id}: {last}")
+
+
+async def fund_bankroll(floor: CashierClient, player: str, bankroll: int) -> None:
+    """Deposit what ``player``'s account lacks of ``bankroll``, under a reference of
+    this start (a retried deposit is not booked twice)."""
+    account = await floor.balance(player)
+    if not account.ok:
+        raise RuntimeError(f"the cashier did not answer for {player}: {account.error}")
+    short = bankroll - (account.balance or 0) - (account.reserved or 0)
+    if short > 0:
+        reply = await floor.deposit(player, short, f"bankroll-{int(time.time() * 1000)}")
+        if not reply.ok:
+            raise RuntimeError(f"could not deposit {player}'s bankroll: {reply.error}")
 
 
 class Room:
@@ -74,17 +90,20 @@ class Room:
     async def start(self, open_timeout: float = 60.0) -> None:
         deadline = time.monotonic() + open_timeout
         floor = await self._client("operator", FLOOR)
-        bank = OperatorBank(floor)
+        cashier = CashierClient(floor.nc, "operator", FLOOR, retry_for=open_timeout)
         spectator = await self._connect("spectator", SPECTATOR)
         for plan in self.plans:
             await open_table(floor, plan, deadline)
             clients = await asyncio.gather(*(self._client("player", p) for p in plan.seats.values()))
             bots = [
                 Bot(client, plan.table_id, seat, random.Random(self.rng.getrandbits(64)), self.pace_ms,
-                    bank=bank, stats=self.stats, record=self.record, count_hands=i == 0,
-                    stall_seconds=self.stall_seconds)
+                    bank=CashierBank(CashierClient(client.nc, "player", client.name)), stats=self.stats,
+                    record=self.record, count_hands=i == 0, stall_seconds=self.stall_seconds)
                 for i, (seat, client) in enumerate(zip(plan.seats, clients))
             ]
+            small_bet = plan.config.stakes.small_bet
+            await asyncio.gather(*(fund_bankroll(cashier, bot.player, BANKROLL_BUY_INS * bot.buy_in_bets * small_bet)
+                                   for bot in bots))
             self._subs.append(await spectator.subscribe(subjects.public_events(plan.table_id),
                                                         cb=self._fan_out(bots)))
             self.bots += bots

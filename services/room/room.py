@@ -5,10 +5,11 @@
 2. Tables: planned from what the store holds (:mod:`.plans`).
 3. Identities: the room's Authority (``<data dir>/auth``) issues credentials for each
    service, the operator "floor", the spectator and each bot (kept for the next start).
-4. Services: table services, the relay and the timer service as child processes, each
-   with its own credentials (:mod:`..runtime.supervisor`).
-5. Play: the bots in this process (:mod:`.bots`), a progress line (:mod:`.progress`)
-   until Ctrl-C, SIGTERM or the end of ``--for``.
+4. Services: table services, the relay, the timer service and the cashier as child
+   processes, each with its own credentials (:mod:`..runtime.supervisor`).
+5. Play: the floor deposits each bot's bankroll at the cashier; the bots in this
+   process (:mod:`.bots`) buy in through it and play; a progress line
+   (:mod:`.progress`) until Ctrl-C, SIGTERM or the end of ``--for``.
 6. Summary: hands, actions, latency, errors, events stored, and the chip check over
    every table of the stores.  The data stays for the next start.
 """
@@ -115,7 +116,7 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         reused = sum(1 for p in plans if p.table_id in existing)
         say(f"{len(plans)} tables ({reused} reused), {sum(len(p.seats) for p in plans)} bots, "
             f"{options.instances} table service(s), {options.stores} store(s), "
-            f"relay{', timer service' if options.timers else ''}, "
+            f"relay{', timer service' if options.timers else ''}, cashier, "
             f"pace {options.pace_ms} ms" + ("" if options.seconds is None else
                                              f", for {options.seconds:g} s")
             + "; Ctrl-C stops")

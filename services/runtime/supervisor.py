@@ -1,6 +1,6 @@
-"""The room's services as child processes: ``studroom serve table|relay|timer``, each
-in its own session (Ctrl-C reaches only the parent) with its log in a folder, stopped
-in order with SIGTERM.  Each connects to NATS as its own service identity
+"""The room's services as child processes: ``studroom serve table|relay|timer|cashier``,
+each in its own session (Ctrl-C reaches only the parent) with its log in a folder,
+stopped in order with SIGTERM.  Each connects to NATS as its own service identity
 (``STUDROOM_NATS_CREDS``, issued by the room's Authority)."""
 
 from __future__ import annotations
@@ -35,12 +35,15 @@ def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str
 
 @dataclass
 class Services:
-    """The table-service instances, the relay and the timer service, as child processes.
+    """The table-service instances, the relay, the timer service and the cashier, as
+    child processes.
 
-    ``name`` prefixes the processes' names (and the table services' instance ids);
-    ``schema_prefix`` and ``lease_bucket`` give them stores and leases of their own
-    (tests, benchmarks).  ``authority`` issues each service its credentials (the
-    identity ``service.<table|relay|timer>``); None: ``env`` says how they connect."""
+    ``name`` prefixes the processes' names (and the instance ids); ``schema_prefix``
+    and ``lease_bucket`` give them stores and leases of their own (tests, benchmarks;
+    the cashier then keeps its books in schema ``<schema_prefix>cashier`` and follows
+    the public stream with a consumer of that name).  ``authority`` issues each
+    service its credentials (the identity ``service.<table|relay|timer|cashier>``);
+    None: ``env`` says how they connect."""
 
     env: dict[str, str]
     log_dir: Path
@@ -48,6 +51,7 @@ class Services:
     instances: int
     stores: int
     timers: bool = False
+    cashier: bool = True
     name: str = "room"
     schema_prefix: str | None = None
     lease_bucket: str | None = None
@@ -73,7 +77,15 @@ class Services:
             commands.append((f"{self.name}-timer", [*SERVE, "timer", "--instance-id",
                                                     f"{self.name}-timer", "--log-level",
                                                     "WARNING"]))
+        if self.cashier:
+            commands.append((f"{self.name}-cashier", [*SERVE, "cashier", *self._cashier_args()]))
         return commands
+
+    def _cashier_args(self) -> list[str]:
+        args = ["--instance-id", f"{self.name}-cashier", "--log-level", "WARNING"]
+        if self.schema_prefix:
+            args += ["--schema", f"{self.schema_prefix}cashier", "--consumer", f"{self.schema_prefix}cashier"]
+        return args
 
     def start(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -91,7 +103,7 @@ class Services:
         self.procs.append((name, proc, log_file))
 
     def identities(self) -> set[tuple[str, str]]:
-        """The children's NATS identities: ``("service", "table" | "relay" | "timer")``."""
+        """The children's NATS identities: ``("service", "table" | "relay" | "timer" | "cashier")``."""
         return {("service", _service(command)) for _, command in self.commands()}
 
     def env_of(self, command: list[str]) -> dict[str, str]:

@@ -135,10 +135,10 @@ def test_an_operator_may_not_play_a_seat_or_time_out(command: Command):
     refused(table, command, FLOOR)
 
 
-def test_R3_an_operator_credits_chips_and_seats_a_player_out_or_away():
+def test_R3_an_operator_seats_a_player_out_or_away_but_credits_no_chips():
     table, turn = table_in_hand()
     table.execute(SitDown(seat=5, player="p5"))
-    assert isinstance(table.execute(numbered(BuyIn(seat=5, amount=200)), by=FLOOR)[0], ChipsBought)
+    refused(table, BuyIn(seat=5, amount=200), FLOOR)                      # money moves through the cashier
     waiting = next(s for s in range(3) if s != turn.seat)
     assert table.execute(numbered(SitOut(seat=waiting)), by=FLOOR)
     assert table.execute(numbered(Leave(seat=5)), by=FLOOR)

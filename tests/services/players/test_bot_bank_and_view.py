@@ -17,7 +17,9 @@ from studroom.domain.config import TableConfig
 from studroom.domain.events import TurnStarted
 from studroom.domain.simulate import STAKES
 from studroom.domain.views import SeatView, TableView
-from studroom.services.players.bank import OperatorBank
+from studroom.services.cashier import protocol as cashier_protocol
+from studroom.services.cashier.client import CashierClient
+from studroom.services.players.bank import CashierBank
 from studroom.services.players.bot import Bot
 from studroom.services.players.client import TableClient
 from studroom.services.wire import protocol, subjects
@@ -135,16 +137,35 @@ def test_a_bot_looks_at_its_table_again_after_a_reconnect() -> None:
     assert (before, after) == (1, 2)
 
 
-def test_the_operator_bank_credits_as_the_operator() -> None:
-    nc = FakeTable(_view([]))
-    reply = asyncio.run(OperatorBank(TableClient(nc, "operator", "floor"))("t1", 4, 500))
+class FakeCashier:
+    """A NATS connection to the cashier: records each request, answers ``reply``."""
+
+    def __init__(self, reply: cashier_protocol.CashierReply) -> None:
+        self.reply = reply
+        self.requests: list[tuple[str, Any]] = []
+
+    async def request(self, subject: str, data: bytes, timeout: float) -> Any:
+        self.requests.append((subject, cashier_protocol.decode_request(data)))
+        return SimpleNamespace(data=cashier_protocol.encode(self.reply))
+
+
+def test_the_cashier_bank_asks_the_cashier_for_the_players_own_buy_in() -> None:
+    nc = FakeCashier(cashier_protocol.CashierReply(ok=True, outcome="confirmed"))
+    reply = asyncio.run(CashierBank(CashierClient(nc, "player", "bob"))("t1", 4, 500))
     assert reply.ok
-    [(subject, command)] = nc.requests
-    assert subject == subjects.command_from("operator", "floor", "t1")
-    assert isinstance(command, BuyIn) and (command.seat, command.amount) == (4, 500)
-    assert command.command_id is not None
+    [(subject, request)] = nc.requests
+    assert subject == subjects.cashier_requests("player", "bob")
+    assert isinstance(request, cashier_protocol.BuyChips)
+    assert (request.table_id, request.seat, request.amount) == ("t1", 4, 500)
+    assert request.request_id is not None
 
 
-def test_only_an_operator_is_a_bank() -> None:
-    with pytest.raises(ValueError, match="operator"):
-        OperatorBank(TableClient(FakeTable(_view([])), "player", "bob"))
+def test_a_refused_buy_in_comes_back_with_the_tables_code() -> None:
+    refused = cashier_protocol.refusal("hand_in_progress", "buy-ins and top-ups only between hands")
+    reply = asyncio.run(CashierBank(CashierClient(FakeCashier(refused), "player", "bob"))("t1", 4, 500))
+    assert not reply.ok and reply.error is not None and reply.error.code == "hand_in_progress"
+
+
+def test_only_a_player_buys_in_through_the_cashier() -> None:
+    with pytest.raises(ValueError, match="player"):
+        CashierBank(CashierClient(FakeCashier(cashier_protocol.CashierReply(ok=True)), "operator", "floor"))

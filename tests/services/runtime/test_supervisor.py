@@ -16,7 +16,7 @@ class StandIns(Services):
     """The supervisor with children that sleep (or exit with ``exit_code`` at once)."""
 
     def __init__(self, log_dir: Path, exit_code: int | None = None) -> None:
-        super().__init__({}, log_dir, instances=2, stores=1)
+        super().__init__({}, log_dir, instances=2, stores=1, cashier=False)
         self.exit_code = exit_code
 
     def commands(self) -> list[tuple[str, list[str]]]:
@@ -26,20 +26,23 @@ class StandIns(Services):
         return [(name, [sys.executable, "-c", code]) for name, _ in super().commands()]
 
 
-def test_the_room_runs_table_services_and_the_relay() -> None:
+def test_the_room_runs_table_services_the_relay_and_the_cashier() -> None:
     services = Services({}, Path("logs"), instances=2, stores=1)
     commands = dict(services.commands())
-    assert list(commands) == ["room-table-1", "room-table-2", "room-relay"]
+    assert list(commands) == ["room-table-1", "room-table-2", "room-relay", "room-cashier"]
     assert commands["room-table-2"] == [*SERVE, "table", "--instance-id", "room-2",
                                         "--stores", "1"]
     assert commands["room-relay"] == [*SERVE, "relay", "--stores", "1", "--log-level", "WARNING"]
+    assert commands["room-cashier"] == [*SERVE, "cashier", "--instance-id", "room-cashier",
+                                        "--log-level", "WARNING"]
+    assert services.identities() == {("service", s) for s in ("table", "relay", "cashier")}
 
 
 def test_stores_and_leases_of_their_own_and_the_timer() -> None:
     services = Services({}, Path("logs"), instances=1, stores=2, timers=True, name="it",
                         schema_prefix="it_p", lease_bucket="it_leases")
     commands = dict(services.commands())
-    assert list(commands) == ["it-table-1", "it-relay", "it-timer"]
+    assert list(commands) == ["it-table-1", "it-relay", "it-timer", "it-cashier"]
     table = commands["it-table-1"]
     assert table[table.index("--schema-prefix") + 1] == "it_p"
     assert table[table.index("--lease-bucket") + 1] == "it_leases"
@@ -48,6 +51,8 @@ def test_stores_and_leases_of_their_own_and_the_timer() -> None:
         store_schemas(2, "it_p")
     assert commands["it-timer"][len(SERVE):] == ["timer", "--instance-id", "it-timer",
                                                  "--log-level", "WARNING"]
+    cashier = commands["it-cashier"]
+    assert cashier[cashier.index("--schema") + 1] == cashier[cashier.index("--consumer") + 1] == "it_pcashier"
 
 
 def test_every_command_line_is_one_studroom_serve_understands() -> None:

@@ -3,9 +3,10 @@
 :class:`TableDriver` plays one table with random legal moves
 (:func:`studroom.domain.simulate.choose`) through
 :class:`~studroom.services.players.client.TableClient` objects (NATS request/reply, no think
-time): each seat's commands as its player, the opening and the buy-ins as the
-operator ``floor``.  All of them share one connection, so the server must be an open
-one (the session's ``nats_url``): under authorization a connection is one identity.
+time): each seat's commands as its player, the opening as the operator ``floor``,
+the buy-ins as the service ``cashier``.  All of them share one connection, so the
+server must be an open one (the session's ``nats_url``): under authorization a
+connection is one identity.
 It learns the table's state the way a trusted tool may: by reading the table's
 events from the event store after each reply and replaying them into a local
 :class:`~studroom.domain.table.Table` (a read-only mirror; the service alone writes).
@@ -53,6 +54,7 @@ class TableDriver:
         retry_for: float = 10.0,
     ) -> None:
         self.floor = TableClient(nc, "operator", "floor", retry_for=retry_for)
+        self.cashier = TableClient(nc, "service", "cashier", retry_for=retry_for)
         self.seated = {seat: TableClient(nc, "player", f"{table_id}-p{seat}", retry_for=retry_for)
                        for seat in range(players)}
         self.tolerate = tolerate | {MUST_SHOW}   # refusals that are not errors
@@ -70,8 +72,10 @@ class TableDriver:
         self.must_show: int | None = None
 
     def client(self, command: Command) -> TableClient:
-        """Who gives ``command``: the seat's player, or the operator (the table, chips)."""
-        if isinstance(command, OpenTable | BuyIn):
+        """Who gives ``command``: the seat's player, the operator (the table) or the cashier (chips)."""
+        if isinstance(command, BuyIn):
+            return self.cashier
+        if isinstance(command, OpenTable):
             return self.floor
         return self.seated[command.seat]   # type: ignore[attr-defined]
 

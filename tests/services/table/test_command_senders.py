@@ -16,6 +16,7 @@ from studroom.services.wire import protocol
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
 FLOOR = Sender("operator", "floor")
+CASHIER = Sender("service", "cashier")
 _ids = iter(range(1_764_601_234_567_890, 2**62))
 
 
@@ -30,7 +31,7 @@ def seated_table() -> tuple[CommandHandler, InMemoryEventStore]:
     assert handler.handle("t1", OpenTable(table_id="t1", config=CONFIG, command_id=next_id()), FLOOR).ok
     for seat, name in enumerate(("ann", "bob")):
         assert handler.handle("t1", SitDown(seat=seat, player=name, command_id=next_id()), Sender("player", name)).ok
-        assert handler.handle("t1", BuyIn(seat=seat, amount=1000, command_id=next_id()), FLOOR).ok
+        assert handler.handle("t1", BuyIn(seat=seat, amount=1000, command_id=next_id()), CASHIER).ok
     return handler, store
 
 

@@ -269,7 +269,7 @@ class Live:
         self.exits.push_async_callback(asyncio.wait_for, relay, 30)
         self.exits.callback(stop.set)
         self.watch: Watch = await self.exits.enter_async_context(watching(await self._connect("spectator", "public")))
-        for role, name in [("operator", "floor"), *(("player", p) for p in PLAYERS)]:
+        for role, name in [("operator", "floor"), ("service", "cashier"), *(("player", p) for p in PLAYERS)]:
             nc = await self._connect(role, name)
             self.who[name] = Identity(Sender(role, name), TableClient(nc, role, name))  # type: ignore[arg-type]
         for table_id, players in ((TABLE, PLAYERS), (OTHER, PLAYERS[:2])):
@@ -277,7 +277,7 @@ class Live:
             for seat, name in enumerate(players):
                 await self.ok(name, table_id, SitDown(seat=seat, player=name))
             for seat in reversed(range(len(players))):      # the hand starts with the last two
-                await self.ok("floor", table_id, BuyIn(seat=seat, amount=1000))
+                await self.ok("cashier", table_id, BuyIn(seat=seat, amount=1000))
 
     async def _connect(self, role: str, name: str) -> Any:
         nc = await self.connect_as(role, name)
@@ -411,7 +411,7 @@ async def _seat_again(live: Live, table_id: str, table: Table) -> None:
             await live.ok(name, table_id, SitOut(seat=seat, sitting_out=False))
             return
         if state.stack == 0:
-            await live.ok("floor", table_id, BuyIn(seat=seat, amount=table.config.min_buy_in))
+            await live.ok("cashier", table_id, BuyIn(seat=seat, amount=table.config.min_buy_in))
             return
 
 

@@ -140,14 +140,15 @@ async def refused(who: Identity, table_id: str, command: Command) -> str:
 
 
 async def two_players(r: Room, table_id: str, **config: Any) -> tuple[Identity, Identity, Identity]:
-    """The floor opens ``table_id`` and buys in two players who sat down themselves."""
+    """The floor opens ``table_id``; two players sit down themselves and the cashier buys them in."""
     floor = await r.identity("operator", "floor")
+    cashier = await r.identity("service", "cashier")
     ann = await r.identity("player", f"ann{_id()}")
     bob = await r.identity("player", f"bob{_id()}")
     await ok(floor, table_id, OpenTable(table_id=table_id, config=table_config(**config)))
     for seat, who in enumerate((ann, bob)):
         await ok(who, table_id, SitDown(seat=seat, player=who.client.name))
-        await ok(floor, table_id, BuyIn(seat=seat, amount=1000))
+        await ok(cashier, table_id, BuyIn(seat=seat, amount=1000))
     return floor, ann, bob
 
 

@@ -1,9 +1,9 @@
 """What the timer's integration tests share: a secure NATS of their own (operator mode,
 as the room and deploy/ run it) with one table service and one relay, each under its
 own service credentials, in a thread of their own; the drivers, who play every seat
-but the sleeper's as that seat's player (the operator "floor" opens the tables and
-buys the players in); the spectator's secrecy watch; and the checks of what the
-tables stored.
+but the sleeper's as that seat's player (the operator "floor" opens the tables, the
+service "cashier" buys the players in); the spectator's secrecy watch; and the checks
+of what the tables stored.
 """
 
 from __future__ import annotations
@@ -151,8 +151,8 @@ async def watched(stack: Stack, play: Awaitable[T], tables: list[str] | None = N
 
 class Drivers:
     """Plays every seat but the sleeper at some tables, each as its player with his
-    own connection; the operator "floor" opens the tables and buys the players in and
-    watches the public events; records what the tables say."""
+    own connection; the operator "floor" opens the tables and watches the public
+    events, the service "cashier" buys the players in; records what the tables say."""
 
     def __init__(self, stack: Stack, players: int) -> None:
         self.stack = stack
@@ -184,7 +184,8 @@ class Drivers:
         for seat in range(self.players):
             player = await self.client("player", self.player(table_id, seat))
             await self._must(player, table_id, SitDown(seat=seat, player=player.name, auto_ante=True))
-            await self._must(floor, table_id, BuyIn(seat=seat, amount=40 * STAKES.small_bet))
+            await self._must(await self.client("service", "cashier"), table_id,
+                             BuyIn(seat=seat, amount=40 * STAKES.small_bet))
 
     @staticmethod
     def player(table_id: str, seat: int) -> str:
