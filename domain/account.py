@@ -113,6 +113,15 @@ AccountEventType = Union[Deposited, Withdrawn, BuyInReserved, BuyInConfirmed, Bu
 E = TypeVar("E", bound=AccountEvent)
 
 
+def balance_change(event: AccountEvent) -> int:
+    """What an event does to the balance (a statement's column, and :meth:`Account.apply`)."""
+    if isinstance(event, Deposited | BuyInRefunded | CashedOut):
+        return event.amount
+    if isinstance(event, Withdrawn | BuyInReserved):
+        return -event.amount
+    return 0
+
+
 # --- who may do what -----------------------------------------------------------------------
 
 
@@ -240,24 +249,16 @@ class Account:
     # --- event sourcing
 
     def apply(self, event: AccountEvent) -> None:
-        if isinstance(event, Deposited):
-            self.balance += event.amount
-            self.references.add(event.reference)
-        elif isinstance(event, Withdrawn):
-            self.balance -= event.amount
+        self.balance += balance_change(event)
+        if isinstance(event, Deposited | Withdrawn):
             self.references.add(event.reference)
         elif isinstance(event, BuyInReserved):
-            self.balance -= event.amount
             self.pending[buy_in_key(event.table_id, event.command_id)] = Reservation(
                 event.table_id, event.seat, event.amount, event.command_id)
             command_ids.remember(self.last_requests, event.request_id)
-        elif isinstance(event, BuyInConfirmed):
+        elif isinstance(event, BuyInConfirmed | BuyInRefunded):
             del self.pending[buy_in_key(event.table_id, event.command_id)]
-        elif isinstance(event, BuyInRefunded):
-            del self.pending[buy_in_key(event.table_id, event.command_id)]
-            self.balance += event.amount
         elif isinstance(event, CashedOut):
-            self.balance += event.amount
             self.cashed_out.setdefault(event.table_id, set()).add(event.version)
         self.version += 1
 

@@ -16,11 +16,11 @@ import logging
 from typing import Any, Final
 
 import msgspec
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import ConsumerConfig
 
 from ..store.port import VersionConflict
 from ..wire import subjects
-from ..wire.pull import retry_later
+from ..wire.pull import retry_later, shared_consumer
 from .books import Books
 from .saga import ATTEMPTS, now_ms
 
@@ -46,17 +46,8 @@ _decode_left = msgspec.json.Decoder(_Left).decode
 def consumer_config(durable: str = CONSUMER, ack_wait: float = 10.0) -> ConsumerConfig:
     """Every public event from the first (a ``PlayerLeft`` is never missed), each
     redelivered until acked."""
-    return ConsumerConfig(
-        durable_name=durable,
-        description="studroom cashier: PlayerLeft -> cash-outs",
-        filter_subject=subjects.all_public_events(),
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=ack_wait,
-        max_deliver=-1,
-        max_ack_pending=20_000,
-        max_waiting=512,
-    )
+    return shared_consumer(durable, subjects.all_public_events(), ack_wait,
+                           "studroom cashier: PlayerLeft -> cash-outs")
 
 
 class CashOuts:

@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import Final, Literal, Union
 
 import msgspec
-
 from studroom.domain.account import AccountEventType
 
 from ..wire.protocol import ErrorBody

@@ -82,7 +82,7 @@ class Recovery:
     async def _resume(self, table_id: str) -> None:
         try:
             settled = await self.saga.resume(table_id)
-        except Exception:  # noqa: BLE001 (the store or NATS is away: the next sweep tries again)
+        except Exception:
             log.exception("resuming the buy-in at %s failed: again later", table_id)
             settled = PENDING
         if settled is not None and settled.outcome == "pending":
@@ -99,7 +99,7 @@ class Recovery:
         while not stop.is_set():
             try:
                 await self.sweep()
-            except Exception:  # noqa: BLE001 (the store is away: next time)
+            except Exception:
                 log.exception("recovery sweep failed")
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.every)

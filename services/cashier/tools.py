@@ -18,10 +18,11 @@ import asyncio
 import csv
 import sys
 from collections.abc import Callable, Coroutine
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
+from studroom.domain.account import balance_change
 
 from .protocol import CashierReply, Movement
 
@@ -29,12 +30,14 @@ if TYPE_CHECKING:
     from .client import CashierClient
 
 Ask = Callable[["CashierClient", argparse.Namespace], Coroutine[Any, Any, CashierReply]]
+Show = Callable[[CashierReply, argparse.Namespace], None]
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    group = commands.add_parser("cashier", help="players' accounts: deposits, withdrawals, balances, statements")
+    group = commands.add_parser("cashier", help="players' accounts: deposits, withdrawals, balances, movements")
     actions = group.add_subparsers(dest="cashier", required=True)
-    for name, what in (("deposit", "chips into a player's account"), ("withdraw", "chips out of a player's account")):
+    for name, what in (("deposit", "chips into a player's account"),
+                       ("withdraw", "chips out of a player's account")):
         move = actions.add_parser(name, help=what)
         move.add_argument("player")
         move.add_argument("amount", type=int)
@@ -50,12 +53,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     _common(movements, _movements, _print_movements)
 
 
-def _common(parser: argparse.ArgumentParser, ask: Ask, show: Callable[[CashierReply, argparse.Namespace], None]) -> None:
+def _common(parser: argparse.ArgumentParser, ask: Ask, show: Show) -> None:
     parser.add_argument("--as", dest="operator", default="floor", help="the operator to act as (default floor)")
     parser.set_defaults(run=lambda args: _run(args, ask, show))
 
 
-def _run(args: argparse.Namespace, ask: Ask, show: Callable[[CashierReply, argparse.Namespace], None]) -> int:
+def _run(args: argparse.Namespace, ask: Ask, show: Show) -> int:
     reply = asyncio.run(_ask(args, ask))
     if not reply.ok:
         code, message = (reply.error.code, reply.error.message) if reply.error else ("?", "refused")
@@ -116,25 +119,14 @@ def movement_rows(movements: list[Movement]) -> list[list[str]]:
     balance = 0
     for m in movements:
         e = m.event
-        change = _change(e)
+        change = balance_change(e)
         balance += change
         table = getattr(e, "table_id", "")
         detail = getattr(e, "reference", "") or getattr(e, "reason", "") or (
             f"seat {e.seat}" if hasattr(e, "seat") else "")
-        when = datetime.fromtimestamp(e.at_ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        when = datetime.fromtimestamp(e.at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
         rows.append([str(m.version), when, type(e).__name__, str(change), str(balance), table, detail])
     return rows
-
-
-def _change(event: Any) -> int:
-    """What a movement does to the balance."""
-    from studroom.domain.account import BuyInRefunded, BuyInReserved, CashedOut, Deposited, Withdrawn
-
-    if isinstance(event, Deposited | BuyInRefunded | CashedOut):
-        return int(event.amount)
-    if isinstance(event, Withdrawn | BuyInReserved):
-        return -int(event.amount)
-    return 0
 
 
 HEADER = ["version", "time (UTC)", "movement", "change", "balance", "table", "detail"]

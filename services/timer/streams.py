@@ -13,9 +13,7 @@ from typing import Any
 import nats.errors
 import nats.js.errors
 from nats.js.api import (
-    AckPolicy,
     ConsumerConfig,
-    DeliverPolicy,
     KeyValueConfig,
     RetentionPolicy,
     StorageType,
@@ -23,6 +21,7 @@ from nats.js.api import (
 )
 
 from ..wire import subjects
+from ..wire.pull import shared_consumer
 
 log = logging.getLogger("studroom.timer")
 
@@ -63,29 +62,13 @@ async def ensure_consumer(js: Any, stream: str, config: ConsumerConfig) -> None:
 
 
 def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:
-    return _shared_consumer(TURNS_CONSUMER, subjects.all_public_events(), ack_wait,
-                            "studroom timer service: TurnStarted -> schedules, TimedOut -> lobby counts")
+    return shared_consumer(TURNS_CONSUMER, subjects.all_public_events(), ack_wait,
+                           "studroom timer service: TurnStarted -> schedules, TimedOut -> lobby counts")
 
 
 def fires_consumer_config(ack_wait: float = 10.0) -> ConsumerConfig:
-    return _shared_consumer(FIRES_CONSUMER, subjects.all_timer_fires(), ack_wait,
-                            "studroom timer service: fired turn timers -> Timeout commands")
-
-
-def _shared_consumer(durable: str, filter_subject: str, ack_wait: float, description: str) -> ConsumerConfig:
-    """A durable pull consumer every instance fetches from: each message goes to one of
-    them, and is redelivered (never dropped) if it is not acknowledged in time."""
-    return ConsumerConfig(
-        durable_name=durable,
-        description=description,
-        filter_subject=filter_subject,
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=ack_wait,
-        max_deliver=-1,
-        max_ack_pending=20_000,
-        max_waiting=512,
-    )
+    return shared_consumer(FIRES_CONSUMER, subjects.all_timer_fires(), ack_wait,
+                           "studroom timer service: fired turn timers -> Timeout commands")
 
 
 async def ensure_timeouts_bucket(js: Any, replicas: int = 1) -> Any:

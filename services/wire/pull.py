@@ -16,6 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
 log = logging.getLogger("studroom.pull")
 
 FIRST_RETRY = 0.2      # seconds before the first redelivery of a message nak'ed once
@@ -40,6 +42,23 @@ async def retry_later(msg: Any) -> None:
     server redelivers it after the consumer's ack wait."""
     with contextlib.suppress(Exception):
         await msg.nak(delay=backoff(delivered(msg)))
+
+
+def shared_consumer(durable: str, filter_subject: str, ack_wait: float, description: str) -> ConsumerConfig:
+    """A durable pull consumer every instance fetches from, from the stream's first
+    message: each message goes to one of them, and is redelivered (never dropped) if it
+    is not acknowledged in time."""
+    return ConsumerConfig(
+        durable_name=durable,
+        description=description,
+        filter_subject=filter_subject,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=ack_wait,
+        max_deliver=-1,
+        max_ack_pending=20_000,
+        max_waiting=512,
+    )
 
 
 def stamp_ms(msg: Any) -> int | None:

@@ -8,7 +8,6 @@ import copy
 
 import msgspec
 import pytest
-
 from studroom.domain.account import (
     MAX_BALANCE,
     MAX_MOVEMENT,

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from studroom.domain.account import AccountEventType
 from studroom.domain.commands import Command, OpenTable, SitDown
@@ -32,6 +32,7 @@ from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=STAKES, max_buy_in=4000)
+T = TypeVar("T")
 register_event_types(TableEvent, AccountEventType, DeskEventType)
 
 
@@ -182,6 +183,19 @@ class People:
         for nc in self._connections.values():
             with contextlib.suppress(Exception):
                 await nc.drain()
+
+
+def play(stack: CashierStack, scenario: Callable[[People], Awaitable[T]]) -> T:
+    """Run ``scenario`` with the clients of the floor and the players; close them after."""
+
+    async def run() -> T:
+        people = People(stack)
+        try:
+            return await scenario(people)
+        finally:
+            await people.close()
+
+    return asyncio.run(run())
 
 
 async def must(client: TableClient, table_id: str, command: Command) -> None:

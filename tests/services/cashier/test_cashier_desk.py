@@ -6,7 +6,14 @@ notification log (recovery.OpenBuyIns)."""
 from __future__ import annotations
 
 import pytest
-from studroom.services.cashier.desk import BuyInClaimed, BuyInClosed, BuyInOpened, Busy, TableDesk, stream_id
+from studroom.services.cashier.desk import (
+    Busy,
+    BuyInClaimed,
+    BuyInClosed,
+    BuyInOpened,
+    TableDesk,
+    stream_id,
+)
 from studroom.services.cashier.recovery import OpenBuyIns
 from studroom.services.store.port import Notification
 

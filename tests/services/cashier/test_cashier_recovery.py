@@ -10,8 +10,13 @@ import asyncio
 import time
 
 import pytest
-from cashier_stack import CashierStack, People, eventually, must
-from studroom.domain.account import BuyInConfirmed, BuyInRefunded, BuyInReserved, Deposited
+from cashier_stack import CashierStack, People, eventually, must, play
+from studroom.domain.account import (
+    BuyInConfirmed,
+    BuyInRefunded,
+    BuyInReserved,
+    Deposited,
+)
 from studroom.domain.commands import Leave, SitOut
 from studroom.domain.config import TableConfig
 from studroom.domain.simulate import STAKES
@@ -46,24 +51,20 @@ def test_a_buy_in_killed_between_its_steps_completes_when_the_cashier_starts_aga
         stack: CashierStack, name: str, step: str) -> None:
     table, alice = f"{name}-t", f"{name}-alice"
 
-    async def run() -> None:
-        people = People(stack)
-        try:
-            await buy_in_killed_after(stack, people, step, table, alice)
-            assert kinds(stack, alice) == [Deposited, BuyInReserved]
-            assert len(stack.bought(table)) == (1 if step == "sent" else 0)
-            stack.cashier()                                      # the same instance id, started again
+    async def scenario(people: People) -> None:
+        await buy_in_killed_after(stack, people, step, table, alice)
+        assert kinds(stack, alice) == [Deposited, BuyInReserved]
+        assert len(stack.bought(table)) == (1 if step == "sent" else 0)
+        stack.cashier()                                      # the same instance id, started again
 
-            async def settled() -> bool:
-                return kinds(stack, alice)[-1] is BuyInConfirmed
+        async def settled() -> bool:
+            return kinds(stack, alice)[-1] is BuyInConfirmed
 
-            await eventually(settled, what="the open buy-in is finished")
-            balance = await (await people.cashier("player", alice)).balance()
-            assert (balance.balance, balance.reserved) == (4000, 0)
-        finally:
-            await people.close()
+        await eventually(settled, what="the open buy-in is finished")
+        balance = await (await people.cashier("player", alice)).balance()
+        assert (balance.balance, balance.reserved) == (4000, 0)
 
-    asyncio.run(run())
+    play(stack, scenario)
     [bought] = stack.bought(table)
     assert bought.amount == 1000
 
@@ -71,23 +72,19 @@ def test_a_buy_in_killed_between_its_steps_completes_when_the_cashier_starts_aga
 def test_a_buy_in_killed_before_sending_is_undone_when_the_table_then_refuses(stack: CashierStack, name: str) -> None:
     table, alice = f"{name}-t", f"{name}-alice"
 
-    async def run() -> None:
-        people = People(stack)
-        try:
-            await buy_in_killed_after(stack, people, "reserved", table, alice)
-            await must(await people.table("player", alice), table, Leave(seat=0))     # the seat is gone
-            stack.cashier()
+    async def scenario(people: People) -> None:
+        await buy_in_killed_after(stack, people, "reserved", table, alice)
+        await must(await people.table("player", alice), table, Leave(seat=0))     # the seat is gone
+        stack.cashier()
 
-            async def settled() -> bool:
-                return kinds(stack, alice)[-1] is BuyInRefunded
+        async def settled() -> bool:
+            return kinds(stack, alice)[-1] is BuyInRefunded
 
-            await eventually(settled, what="the open buy-in is undone")
-            balance = await (await people.cashier("player", alice)).balance()
-            assert (balance.balance, balance.reserved) == (5000, 0)
-        finally:
-            await people.close()
+        await eventually(settled, what="the open buy-in is undone")
+        balance = await (await people.cashier("player", alice)).balance()
+        assert (balance.balance, balance.reserved) == (5000, 0)
 
-    asyncio.run(run())
+    play(stack, scenario)
     assert stack.bought(table) == []
 
 
@@ -95,20 +92,16 @@ def test_another_instance_takes_an_abandoned_buy_in_over_after_the_take_over_tim
         stack: CashierStack, name: str) -> None:
     table, alice = f"{name}-t", f"{name}-alice"
 
-    async def run() -> None:
-        people = People(stack)
-        try:
-            await buy_in_killed_after(stack, people, "reserved", table, alice, instance_id="itc-a")
-            stack.cashier("itc-b", "--takeover-after", "3")
+    async def scenario(people: People) -> None:
+        await buy_in_killed_after(stack, people, "reserved", table, alice, instance_id="itc-a")
+        stack.cashier("itc-b", "--takeover-after", "3")
 
-            async def settled() -> bool:
-                return kinds(stack, alice)[-1] is BuyInConfirmed
+        async def settled() -> bool:
+            return kinds(stack, alice)[-1] is BuyInConfirmed
 
-            await eventually(settled, what="instance b finishes a's buy-in")
-        finally:
-            await people.close()
+        await eventually(settled, what="instance b finishes a's buy-in")
 
-    asyncio.run(run())
+    play(stack, scenario)
     assert [b.amount for b in stack.bought(table)] == [1000]
     opened, claimed, closed = stack.desk_events(table)
     assert (opened.owner, claimed.owner, closed.outcome) == ("itc-a", "itc-b", "confirmed")
@@ -121,24 +114,20 @@ def test_two_instances_serving_one_table_credit_every_chip_exactly_once(stack: C
     table = f"{name}-t"
     players = tuple(f"{name}-p{seat}" for seat in range(4))
 
-    async def run() -> None:
-        people = People(stack)
-        try:
-            await people.open_table(table, players=players)
-            for seat, player in enumerate(players):          # sitting out: no hand starts
-                await must(await people.table("player", player), table, SitOut(seat=seat))
-                await people.fund(player, 5000)
+    async def scenario(people: People) -> None:
+        await people.open_table(table, players=players)
+        for seat, player in enumerate(players):          # sitting out: no hand starts
+            await must(await people.table("player", player), table, SitOut(seat=seat))
+            await people.fund(player, 5000)
 
-            async def buy(seat: int, player: str) -> list[bool]:
-                client = await people.cashier("player", player, retry_for=30)
-                return [(await client.buy_chips(table, seat, amount)).ok for amount in (300, 100, 100, 100, 100)]
+        async def buy(seat: int, player: str) -> list[bool]:
+            client = await people.cashier("player", player, retry_for=30)
+            return [(await client.buy_chips(table, seat, amount)).ok for amount in (300, 100, 100, 100, 100)]
 
-            results = await asyncio.gather(*(buy(seat, p) for seat, p in enumerate(players)))
-            assert all(all(r) for r in results), results
-        finally:
-            await people.close()
+        results = await asyncio.gather(*(buy(seat, p) for seat, p in enumerate(players)))
+        assert all(all(r) for r in results), results
 
-    asyncio.run(run())
+    play(stack, scenario)
     bought = stack.bought(table)
     assert sorted((b.seat, b.amount) for b in bought) == sorted(
         (seat, amount) for seat in range(4) for amount in (300, 100, 100, 100, 100))
@@ -157,28 +146,24 @@ def test_buy_ins_per_second_through_the_saga(stack: CashierStack, name: str) -> 
     tables, per_table = 8, 25
     config = TableConfig(game="seven_card_stud", stakes=STAKES, max_buy_in=1_000_000)
 
-    async def run() -> float:
-        people = People(stack)
-        try:
-            clients = []
-            for i in range(tables):
-                table, player = f"{name}-t{i}", f"{name}-p{i}"
-                await people.open_table(table, config, players=(player,))
-                await people.fund(player, 1_000_000)
-                clients.append((table, await people.cashier("player", player)))
-                await clients[-1][1].balance()                    # connected, warm
+    async def scenario(people: People) -> float:
+        clients = []
+        for i in range(tables):
+            table, player = f"{name}-t{i}", f"{name}-p{i}"
+            await people.open_table(table, config, players=(player,))
+            await people.fund(player, 1_000_000)
+            clients.append((table, await people.cashier("player", player)))
+            await clients[-1][1].balance()                    # connected, warm
 
-            async def buy(table: str, client: object) -> None:
-                for _ in range(per_table):
-                    assert (await client.buy_chips(table, 0, 1000)).ok  # type: ignore[attr-defined]
+        async def buy(table: str, client: object) -> None:
+            for _ in range(per_table):
+                assert (await client.buy_chips(table, 0, 1000)).ok  # type: ignore[attr-defined]
 
-            started = time.perf_counter()
-            await asyncio.gather(*(buy(t, c) for t, c in clients))
-            return time.perf_counter() - started
-        finally:
-            await people.close()
+        started = time.perf_counter()
+        await asyncio.gather(*(buy(t, c) for t, c in clients))
+        return time.perf_counter() - started
 
-    seconds = asyncio.run(run())
+    seconds = play(stack, scenario)
     count = tables * per_table
     print(f"\ncashier: {count} buy-ins through the saga in {seconds:.2f} s = {count / seconds:.0f}/s "
           f"({tables} tables at once, one cashier instance, each: reserve, BuyIn, confirm)")
