@@ -15,6 +15,9 @@ import contextlib
 import logging
 from typing import Any
 
+import nats.errors
+import nats.js.errors
+
 from ..players.client import TableClient
 from ..store.port import EventStore
 from ..timer.streams import ensure_consumer, wait_for_stream
@@ -59,10 +62,16 @@ class CashierService:
 
     async def _follow_cash_outs(self, stop: asyncio.Event) -> None:
         js = self.nc.jetstream()
-        if not await wait_for_stream(js, subjects.PUBLIC_STREAM, stop):
-            return
         config = consumer_config(self.consumer)
-        await ensure_consumer(js, subjects.PUBLIC_STREAM, config)
+        while True:
+            try:
+                if not await wait_for_stream(js, subjects.PUBLIC_STREAM, stop):
+                    return                     # stopped first
+                await ensure_consumer(js, subjects.PUBLIC_STREAM, config)
+                break
+            except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
+                log.info("cash-out consumer not set up yet (%r): trying again", e)
+                await asyncio.sleep(0.5)
         self.loop = PullLoop(self.nc, subjects.PUBLIC_STREAM, self.consumer, self.cash_outs.on_public,
                              recreate=lambda: ensure_consumer(js, subjects.PUBLIC_STREAM, config))
         try:

@@ -117,7 +117,7 @@ def test_a_buy_in_debits_the_account_and_credits_the_seat_exactly_once(stack: Ca
     assert sum(e.amount for e in events if isinstance(e, BuyInConfirmed)) == 2000
 
 
-def test_a_buy_in_over_the_tables_maximum_is_refunded(stack: CashierStack, name: str) -> None:
+def test_R3_a_buy_in_over_the_tables_maximum_is_refunded(stack: CashierStack, name: str) -> None:
     stack.cashier()
     table, alice = f"{name}-t", f"{name}-alice"
 
@@ -136,7 +136,7 @@ def test_a_buy_in_over_the_tables_maximum_is_refunded(stack: CashierStack, name:
     assert [type(e) for e in stack.account_events(alice)] == [Deposited, BuyInReserved, BuyInRefunded]
 
 
-def test_top_ups_between_hands_and_none_during_a_hand(stack: CashierStack, name: str) -> None:
+def test_R3_top_ups_between_hands_and_none_during_a_hand(stack: CashierStack, name: str) -> None:
     stack.cashier()
     table, alice, bob = f"{name}-t", f"{name}-alice", f"{name}-bob"
 

@@ -110,7 +110,7 @@ def test_a_buy_in_debits_the_account_and_credits_the_seat_once() -> None:
     asyncio.run(run())
 
 
-def test_a_buy_in_over_the_tables_maximum_is_refunded() -> None:
+def test_R3_a_buy_in_over_the_tables_maximum_is_refunded() -> None:
     async def run() -> None:
         store, tables = InMemoryEventStore(), FakeTables("t1")
         await funded(store)
