@@ -11,6 +11,7 @@ in, a :class:`ChipCheck` out.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 
 from studroom.domain.events import ChipsBought, Event, HandEnded, PlayerLeft
@@ -52,44 +53,70 @@ class ChipCheck:
                 + ("" if self.conserved else f"; {len(self.bad)} differences"))
 
 
+class TableChips:
+    """One table's chips, counted as its events are replayed, one at a time, through the
+    domain's aggregate (``table``); ``result()`` is the check so far.  The first
+    difference ends the count (``failed``): later events are not replayed."""
+
+    def __init__(self, table_id: str) -> None:
+        self.table_id = table_id
+        self.table = Table()
+        self.check = ChipCheck(tables=1)
+        self.failed = False
+
+    def add(self, event: Event) -> None:
+        if self.failed:
+            return
+        check = self.check
+        try:
+            self.table.apply(event)
+        except Exception as e:  # noqa: BLE001 (a table that cannot be replayed is the finding)
+            self._fail(f"replay failed at event {check.events + 1} ({type(event).__name__}): {type(e).__name__}: {e}")
+            return
+        check.events += 1
+        if isinstance(event, ChipsBought):
+            check.bought += event.amount
+        elif isinstance(event, HandEnded):
+            check.rake += event.rake
+            check.hands += 1
+        elif isinstance(event, PlayerLeft):
+            check.cashed_out += event.cashed_out
+        if self.table.hand is None:
+            stacks = sum(seat.stack for seat in self.table.seats.values())
+            if check.bought != stacks + check.rake + check.cashed_out:
+                self._fail(f"after event {check.events} ({type(event).__name__}): bought {check.bought} != "
+                           f"stacks {stacks} + rake {check.rake} + cashed out {check.cashed_out}")
+
+    def _fail(self, what: str) -> None:
+        self.check.bad.append(f"{self.table_id}: {what}")
+        self.failed = True
+
+    def result(self) -> ChipCheck:
+        """The check of the events so far: chips behind and in the hand under way."""
+        check = dataclasses.replace(self.check, bad=list(self.check.bad))
+        if self.failed:
+            return check
+        hand = self.table.hand
+        for seat, state in self.table.seats.items():
+            player = hand.players.get(seat) if hand is not None else None
+            check.behind += player.stack if player is not None else state.stack
+        if hand is not None:
+            check.in_hand = sum(p.contributed for p in hand.players.values())
+        if check.bought != check.behind + check.in_hand + check.rake + check.cashed_out:
+            check.bad.append(
+                f"{self.table_id}: bought {check.bought} != behind {check.behind} + in hand "
+                f"{check.in_hand} + rake {check.rake} + cashed out {check.cashed_out}")
+        return check
+
+
 def check_table(table_id: str, events: Iterable[Event]) -> ChipCheck:
     """Replay one table's events and count its chips, checking between every two hands."""
-    check = ChipCheck(tables=1)
-    table = Table()
-    event: Event | None = None
-    try:
-        for event in events:
-            table.apply(event)
-            check.events += 1
-            if isinstance(event, ChipsBought):
-                check.bought += event.amount
-            elif isinstance(event, HandEnded):
-                check.rake += event.rake
-                check.hands += 1
-            elif isinstance(event, PlayerLeft):
-                check.cashed_out += event.cashed_out
-            if table.hand is None:
-                stacks = sum(seat.stack for seat in table.seats.values())
-                if check.bought != stacks + check.rake + check.cashed_out:
-                    check.bad.append(
-                        f"{table_id}: after event {check.events} ({type(event).__name__}): bought "
-                        f"{check.bought} != stacks {stacks} + rake {check.rake} + cashed out {check.cashed_out}")
-                    return check
-    except Exception as e:  # noqa: BLE001 (a table that cannot be replayed is the finding)
-        where = f"event {check.events + 1} ({type(event).__name__})" if event is not None else "the start"
-        check.bad.append(f"{table_id}: replay failed at {where}: {type(e).__name__}: {e}")
-        return check
-    hand = table.hand
-    for seat, state in table.seats.items():
-        player = hand.players.get(seat) if hand is not None else None
-        check.behind += player.stack if player is not None else state.stack
-    if hand is not None:
-        check.in_hand = sum(p.contributed for p in hand.players.values())
-    if check.bought != check.behind + check.in_hand + check.rake + check.cashed_out:
-        check.bad.append(
-            f"{table_id}: bought {check.bought} != behind {check.behind} + in hand "
-            f"{check.in_hand} + rake {check.rake} + cashed out {check.cashed_out}")
-    return check
+    chips = TableChips(table_id)
+    for event in events:
+        chips.add(event)
+        if chips.failed:
+            break
+    return chips.result()
 
 
 def check_tables(tables: Mapping[str, Sequence[Event]]) -> ChipCheck:

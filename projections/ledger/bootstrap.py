@@ -1,0 +1,111 @@
+"""The ledger's composition root: ``studroom serve ledger``.
+
+It books every table store's and the cashier's events into the books (projector.py)
+until ``stop``: a batch after another while there is work, a look every
+``--poll-interval`` seconds when there is none.  No NATS: PostgreSQL is the source of
+truth and the only server it needs (an embedded one in the data folder when the
+settings name none).  Several instances are safe.  docs/design/ledger.md.
+
+``STUDROOM_LEDGER_KILL_AT=N`` (tests only) kills the process with SIGKILL in its N-th
+batch, after the batch's rows are written and before they are committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from studroom.services.runtime.settings import Settings
+
+from .schema import LEDGER_SCHEMA
+
+if TYPE_CHECKING:
+    from .projector import BeforeCommit, Projector
+    from .sources import Source
+
+HELP = "the ledger: every chip movement of the stores into double-entry books, exactly once"
+KILL_AT_VAR = "STUDROOM_LEDGER_KILL_AT"
+REDISCOVER_SECONDS = 5.0
+
+log = logging.getLogger("studroom.ledger")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stores", type=int, default=None,
+                        help="the table stores studroom_p0 .. studroom_p{N-1} (default: every one found, "
+                             "looked for again every few seconds)")
+    parser.add_argument("--schema", action="append", default=None, help="a table store's schema (repeatable)")
+    parser.add_argument("--cashier-schema", default=None, help="the cashier's store (default studroom_cashier)")
+    parser.add_argument("--ledger-schema", default=LEDGER_SCHEMA, help=f"the books (default {LEDGER_SCHEMA})")
+    parser.add_argument("--batch-size", type=int, default=2000, help="events booked per transaction (default 2000)")
+    parser.add_argument("--poll-interval", type=float, default=0.2, metavar="SECONDS",
+                        help="how often to look for new events when all is booked (default 0.2)")
+
+
+async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
+
+    from .projector import Projector
+
+    if args.batch_size < 1 or args.poll_interval <= 0:
+        raise SystemExit("--batch-size must be at least 1 and --poll-interval positive")
+    with contextlib.ExitStack() as stack:
+        url = settings.database_url or stack.enter_context(EmbeddedPostgres(settings.data_dir)).url
+        projector = Projector(url, [], ledger_schema=args.ledger_schema, batch_size=args.batch_size,
+                              before_commit=_kill_at(os.environ.get(KILL_AT_VAR)))
+        try:
+            await _book_until(stop, projector, args)
+        finally:
+            projector.close()
+        log.info("ledger: booked %d events", projector.booked)
+
+
+async def _book_until(stop: asyncio.Event, projector: Projector, args: argparse.Namespace) -> None:
+    """Book while there is work; look again after ``poll_interval``; after an error
+    (PostgreSQL away, the books dropped for a rebuild) start again on a new connection."""
+    looked = 0.0
+    pause = args.poll_interval
+    while not stop.is_set():
+        try:
+            if time.monotonic() - looked > REDISCOVER_SECONDS:
+                projector.sources = await asyncio.to_thread(_sources, projector.database_url, args)
+                looked = time.monotonic()
+            booked = await asyncio.to_thread(projector.step)
+            pause = args.poll_interval
+        except Exception as error:
+            log.error("ledger: %s; trying again in %.1f s", error, pause)
+            projector.close()
+            booked, pause = 0, min(pause * 2, 5.0)
+        if not booked:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), pause)
+
+
+def _sources(database_url: str, args: argparse.Namespace) -> list[Source]:
+    import psycopg
+
+    from .sources import all_sources
+
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        return all_sources(conn, schemas=args.schema, stores=args.stores, cashier_schema=args.cashier_schema)
+
+
+def _kill_at(batch: str | None) -> BeforeCommit | None:
+    """The fault hook of ``STUDROOM_LEDGER_KILL_AT``: SIGKILL in that batch, before its commit."""
+    if not batch:
+        return None
+    left = [int(batch)]
+
+    def hook(source: object, rows: int) -> None:
+        left[0] -= 1
+        if left[0] <= 0:
+            log.warning("ledger: killed mid-batch (%s)", KILL_AT_VAR)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return hook

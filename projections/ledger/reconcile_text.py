@@ -1,0 +1,39 @@
+"""A reconciliation as a person reads it (text) or a spreadsheet takes it (CSV)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .reconcile import Reconciliation, equation_holds
+from .text import cell, moment, render
+
+_COLUMNS = ["check", "table", "hand", "player", "event", "when (UTC)", "what", "books", "domain"]
+
+
+def render_reconciliation(result: Reconciliation, sources: Sequence[Any], ledger_schema: str, *,
+                          as_csv: bool = False) -> str:
+    """The equation (when everything was reconciled), the verdict and the differences.
+    CSV: one table, the equation's figures first (check "equation"), then the
+    differences."""
+    differences = [[d.check, d.table, d.hand, d.player, d.event, moment(d.at_ms), d.what, None, None]
+                   for d in result.differences]
+    if as_csv:
+        figures = [["equation", None, None, None, None, "", line.name, line.books, line.domain]
+                   for line in result.equation]
+        return render(_COLUMNS, figures + differences, as_csv=True)
+    stores = ", ".join(source.name for source in sources)
+    out = [f"reconciled {result.tables:,} tables, {result.hands:,} hands, {result.events:,} table events "
+           f"(stores {stores}) against the books in {ledger_schema}"]
+    if result.equation:
+        out += ["", render(["", "books", "domain"], [[line.name, line.books, line.domain] for line in result.equation])]
+        f = {line.name: cell(line.books) for line in result.equation}
+        out += ["", "deposits + operator credits = withdrawals + account balances + chips in transit "
+                    "+ chips on the tables + rake",
+                f"{f['deposits']} + {f['operator credits']} = {f['withdrawals']} + {f['account balances']} + "
+                f"{f['chips in transit']} + {f['chips on the tables']} + {f['rake']}: "
+                + ("holds" if equation_holds(result.equation) else "DOES NOT HOLD")]
+    if not result.differences:
+        return "\n".join([*out, "", "no differences"])
+    rows = [[d.check, d.event or d.table, d.what] for d in result.differences]
+    return "\n".join([*out, "", f"{len(result.differences)} differences:", render(["check", "where", "what"], rows)])
