@@ -133,10 +133,10 @@ def _audits(conn: psycopg.Connection[Any], database_url: str, source: Source, bo
     """Each stream of one store in scope, audited up to the books' position."""
     position = books.position(source.name)
     streams = set(streams_upto(conn, source.schema, position)) | books.streams(source.name)
-    if scope.table is not None:
-        streams &= {scope.table}
+    if scope.table is not None:              # the table, and the accounts of its buy-ins and cash-outs
+        streams &= {scope.table} | books.streams(source.name, table=scope.table)
     elif scope.player is not None:
-        streams &= books.streams(source.name, scope.player)
+        streams &= books.streams(source.name, player=scope.player)
     store = open_store(database_url, source.schema)
     audits = []
     try:
@@ -165,12 +165,15 @@ class _Books:
                                 (store,)).fetchone()
         return 0 if row is None else int(row[0])
 
-    def streams(self, store: str, player: str | None = None) -> set[str]:
+    def streams(self, store: str, *, player: str | None = None, table: str | None = None) -> set[str]:
+        """The streams of a store the books hold entries of (of a player, of a table)."""
         query = sql.SQL("SELECT DISTINCT stream FROM {}.entries WHERE store = %s").format(self.s)
-        if player is None:
-            return {stream for (stream,) in self.conn.execute(query, (store,)).fetchall()}
-        query += sql.SQL(" AND player = %s")
-        return {stream for (stream,) in self.conn.execute(query, (store, player)).fetchall()}
+        params: list[str] = [store]
+        for column, value in (("player", player), ("table_id", table)):
+            if value is not None:
+                query += sql.SQL(" AND {} = %s").format(sql.Identifier(column))
+                params.append(value)
+        return {stream for (stream,) in self.conn.execute(query, params).fetchall()}
 
     def entries(self, store: str, stream: str) -> dict[int, list[Entry]]:
         """A stream's booked entries by version."""
