@@ -87,13 +87,23 @@ class Line(NamedTuple):
 class Reconciliation:
     differences: list[Difference] = field(default_factory=list)
     equation: list[Line] = field(default_factory=list)
-    tables: int = 0
-    hands: int = 0
-    events: int = 0
+    chips: ChipCheck = field(default_factory=ChipCheck)     # the tables' chips in the domain's replays
 
     @property
     def clean(self) -> bool:
         return not self.differences
+
+    @property
+    def tables(self) -> int:
+        return self.chips.tables
+
+    @property
+    def hands(self) -> int:
+        return self.chips.hands
+
+    @property
+    def events(self) -> int:
+        return self.chips.events
 
 
 def reconcile(database_url: str, sources: Sequence[Source], *, ledger_schema: str = LEDGER_SCHEMA,
@@ -110,13 +120,12 @@ def reconcile(database_url: str, sources: Sequence[Source], *, ledger_schema: st
                   for audit in _audits(conn, database_url, source, books, scope)]
         tables = [a for a in audits if isinstance(a, TableAudit)]
         cashier = [a for a in audits if isinstance(a, AccountAudit)]
-        chips = ChipCheck()
+        chips = result.chips
         for table in tables:
             chips.add(table.finish())
         for account in cashier:
             account.finish()
         result.differences = [d for audit in audits for d in audit.differences]
-        result.tables, result.hands, result.events = chips.tables, chips.hands, chips.events
         moved = transfers(tables, cashier)
         result.differences += moved.differences
         if scope.everything:

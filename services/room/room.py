@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from studroom.projections.ledger.conservation import ChipCheck, check_tables
+from studroom.projections.ledger.conservation import ChipCheck
+from studroom.projections.ledger.room_check import chip_check
 
 from ..auth.authority import Authority, room_authority
 from ..runtime import process
@@ -137,10 +138,9 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             with _shutting_down(say):
                 problems += services.stop()
         with _shutting_down(say):
-            say(f"checking the chips: replaying every table of {len(schemas)} store(s) ...")
-            tables = load_tables(database_url, schemas)
+            say(f"checking the chips: reconciling the books with every table of {len(schemas)} store(s) ...")
             after = events_stored(database_url, schemas)
-            chips = check_tables(tables)
+            chips = chip_check(database_url, schemas)
     _summary(say, result, before, after, chips, problems, options)
     return 0 if chips.conserved and result is not None and not problems else 1
 
