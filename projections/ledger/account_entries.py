@@ -19,8 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
-from studroom.domain.account import BuyInRefunded, BuyInReserved, CashedOut, Deposited, Withdrawn, player_of
+from studroom.domain.account import (
+    BuyInRefunded,
+    BuyInReserved,
+    CashedOut,
+    Deposited,
+    Withdrawn,
+    player_of,
+)
 
 from . import accounts
 from .entries import CASH_OUT_CREDIT, DEPOSIT, REFUND_BUY_IN, RESERVE, WITHDRAWAL, Entry

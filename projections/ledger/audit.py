@@ -21,12 +21,28 @@ from collections import defaultdict
 from typing import Any, Final, NamedTuple
 
 import msgspec
-
-from studroom.domain.events import ChipsBought, HandCancelled, HandEnded, HandStarted, PlayerLeft
+from studroom.domain.events import (
+    ChipsBought,
+    HandCancelled,
+    HandEnded,
+    HandStarted,
+    PlayerLeft,
+)
 
 from . import accounts
 from .conservation import ChipCheck, TableChips
-from .entries import BUY_IN, CASH_OUT, CASHIER, CREDIT, POT, RAKE, Entry, TableBook, Unbookable, table_entries
+from .entries import (
+    BUY_IN,
+    CASH_OUT,
+    CASHIER,
+    CREDIT,
+    POT,
+    RAKE,
+    Entry,
+    TableBook,
+    Unbookable,
+    table_entries,
+)
 
 BOOKS_VS_STORE: Final = "books vs store"
 HAND: Final = "hand"

@@ -78,7 +78,7 @@ async def _book_until(stop: asyncio.Event, projector: Projector, args: argparse.
                 looked = time.monotonic()
             booked = await asyncio.to_thread(projector.step)
             pause = args.poll_interval
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 (any failure: log it, start again)
             log.error("ledger: %s; trying again in %.1f s", error, pause)
             projector.close()
             booked, pause = 0, min(pause * 2, 5.0)

@@ -10,8 +10,8 @@ in, a :class:`ChipCheck` out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from studroom.domain.events import ChipsBought, Event, HandEnded, PlayerLeft

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
-
 from studroom.domain.authority import Sender
 from studroom.domain.events import (
     Acted,

@@ -22,7 +22,6 @@ from typing import Any
 import msgspec
 import psycopg
 from psycopg import sql
-
 from studroom.services.store.port import Notification
 from studroom.services.store.postgres import PostgresEventStore
 
@@ -157,9 +156,9 @@ def _rows(source: Source, books: dict[str, Any], notes: list[Notification]) -> l
     for n in notes:
         try:
             entries = entries_of(books[n.stream_id], n.stream_id, n.event)
-        except (Unbookable, KeyError, ValueError) as e:
-            msg = f"{name} notification {n.id} ({n.stream_id} v{n.version}, {type(n.event).__name__}): {e}"
-            raise BookingFailed(msg) from e
+        except (Unbookable, KeyError, ValueError) as error:
+            msg = f"{name} notification {n.id} ({n.stream_id} v{n.version}, {type(n.event).__name__}): {error}"
+            raise BookingFailed(msg) from error
         for seq, e in enumerate(entries):
             rows.append((name, n.id, seq, n.stream_id, n.version, e.kind, e.debit, e.credit, e.amount,
                          e.table, e.hand, e.player, e.at_ms))

@@ -23,16 +23,16 @@ def render_reconciliation(result: Reconciliation, sources: Sequence[Any], ledger
                    for line in result.equation]
         return render(_COLUMNS, figures + differences, as_csv=True)
     stores = ", ".join(source.name for source in sources)
-    out = [f"reconciled {result.tables:,} tables, {result.hands:,} hands, {result.events:,} table events "
-           f"(stores {stores}) against the books in {ledger_schema}"]
+    out = [(f"reconciled {result.tables:,} tables, {result.hands:,} hands, {result.events:,} table events "
+            f"(stores {stores}) against the books in {ledger_schema}")]
     if result.equation:
         out += ["", render(["", "books", "domain"], [[line.name, line.books, line.domain] for line in result.equation])]
         f = {line.name: cell(line.books) for line in result.equation}
-        out += ["", "deposits + operator credits = withdrawals + account balances + chips in transit "
-                    "+ chips on the tables + rake",
-                f"{f['deposits']} + {f['operator credits']} = {f['withdrawals']} + {f['account balances']} + "
-                f"{f['chips in transit']} + {f['chips on the tables']} + {f['rake']}: "
-                + ("holds" if equation_holds(result.equation) else "DOES NOT HOLD")]
+        verdict = "holds" if equation_holds(result.equation) else "DOES NOT HOLD"
+        out += ["", ("deposits + operator credits = withdrawals + account balances + chips in transit "
+                     "+ chips on the tables + rake"),
+                (f"{f['deposits']} + {f['operator credits']} = {f['withdrawals']} + {f['account balances']} + "
+                 f"{f['chips in transit']} + {f['chips on the tables']} + {f['rake']}: {verdict}")]
     if not result.differences:
         return "\n".join([*out, "", "no differences"])
     rows = [[d.check, d.event or d.table, d.what] for d in result.differences]

@@ -14,7 +14,16 @@ import psycopg
 from psycopg import sql
 
 from . import accounts
-from .entries import BUY_IN, CASH_OUT, CASH_OUT_CREDIT, CREDIT, DEPOSIT, REFUND_BUY_IN, RESERVE, WITHDRAWAL
+from .entries import (
+    BUY_IN,
+    CASH_OUT,
+    CASH_OUT_CREDIT,
+    CREDIT,
+    DEPOSIT,
+    REFUND_BUY_IN,
+    RESERVE,
+    WITHDRAWAL,
+)
 from .schema import LEDGER_SCHEMA
 from .text import moment
 

@@ -16,7 +16,6 @@ from typing import Any, Final
 
 import psycopg
 from psycopg import sql
-
 from studroom.domain.events import TableEvent
 from studroom.services.cashier.books import CASHIER_SCHEMA
 from studroom.services.store.codec import register_event_types

@@ -60,7 +60,6 @@ def _books(args: argparse.Namespace, *, rebuild: bool = False) -> Iterator[tuple
     """The database's URL, a connection to the books brought up to date (or rebuilt),
     and the sources."""
     import psycopg
-
     from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
     from studroom.services.runtime.settings import Settings
 

@@ -27,12 +27,20 @@ from typing import Any, NamedTuple
 import msgspec
 import psycopg
 from psycopg import sql
-
 from studroom.domain.account import Account, AccountEvent
 from studroom.domain.account import stream_id as account_stream
 from studroom.domain.authority import Sender
 from studroom.domain.commands import (
-    BuyIn, Command, Leave, Muck, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
+    BuyIn,
+    Command,
+    Leave,
+    Muck,
+    OpenTable,
+    PostAnte,
+    Show,
+    SitDown,
+    StartHand,
+    Timeout,
 )
 from studroom.domain.config import Rake, TableConfig
 from studroom.domain.deck import SEED_BYTES

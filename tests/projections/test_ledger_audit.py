@@ -11,9 +11,19 @@ import msgspec
 from studroom.domain.account import Account, BuyInConfirmed, CashedOut
 from studroom.domain.account import stream_id as account_stream
 from studroom.domain.events import Acted, ChipsBought, PlayerLeft
-from studroom.projections.ledger.account_audit import ACCOUNT, TRANSFER, AccountAudit, transfers
+from studroom.projections.ledger.account_audit import (
+    ACCOUNT,
+    TRANSFER,
+    AccountAudit,
+    transfers,
+)
 from studroom.projections.ledger.account_entries import CashierBook, account_entries
-from studroom.projections.ledger.audit import BOOKS_VS_STORE, HAND, TABLE, Difference, TableAudit
+from studroom.projections.ledger.audit import (
+    BOOKS_VS_STORE,
+    HAND,
+    Difference,
+    TableAudit,
+)
 from studroom.projections.ledger.entries import TableBook, table_entries
 from studroom.projections.ledger.reconcile import Scope
 from studroom.services.bench.ledger import simulated_room
@@ -102,7 +112,7 @@ def test_a_stored_event_altered_before_booking_breaks_its_hand() -> None:
     found = _audit(tables, accounts)
     assert found and all(d.check == HAND and d.table == table for d in found)
     assert any("went into no pot" in d.what for d in found)
-    assert any(f"ends the hand with" in d.what and d.player for d in found)
+    assert any("ends the hand with" in d.what and d.player for d in found)
     assert all(d.event.endswith("(HandEnded)") for d in found)
 
 
@@ -122,7 +132,7 @@ def test_books_of_an_event_the_store_does_not_have_are_named() -> None:
 
 def test_an_accounts_balance_in_the_books_must_be_the_domains() -> None:
     tables, accounts = _room()
-    stream = sorted(accounts)[0]
+    stream = min(accounts)
 
     def drop_deposit(s: str, version: int, entries: list) -> list:
         return [] if (s, version) == (stream, 1) else entries
@@ -151,7 +161,7 @@ def test_a_buy_in_no_account_reserved_and_a_cash_out_nobody_left_are_named() -> 
     forged = ChipsBought(seat=next(e.seat for e in tables[table] if isinstance(e, ChipsBought)), amount=999,
                          command_id="service.cashier#99999")
     tables[table].insert(_version(tables[table], ChipsBought, 0), forged)
-    stream = sorted(accounts)[0]
+    stream = min(accounts)
     accounts[stream].append(CashedOut(table_id=table, version=1, seat=0, amount=50, at_ms=1))
     found = [d.what for d in _audit(tables, accounts) if d.check == TRANSFER]
     assert any("no account reserved" in w and "99999" in w for w in found)

@@ -23,7 +23,13 @@ from studroom.domain.events import HandEnded, TableEvent
 from studroom.projections.ledger import schema
 from studroom.projections.ledger.audit import BOOKS_VS_STORE, HAND
 from studroom.projections.ledger.bootstrap import KILL_AT_VAR
-from studroom.projections.ledger.entries import BUY_IN, CASH_OUT, CASH_OUT_CREDIT, REFUND_BUY_IN, WITHDRAWAL
+from studroom.projections.ledger.entries import (
+    BUY_IN,
+    CASH_OUT,
+    CASH_OUT_CREDIT,
+    REFUND_BUY_IN,
+    WITHDRAWAL,
+)
 from studroom.projections.ledger.projector import Projector
 from studroom.projections.ledger.reconcile import Scope, reconcile
 from studroom.projections.ledger.sources import Source, cashier_source, table_sources

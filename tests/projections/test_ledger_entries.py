@@ -12,10 +12,24 @@ import msgspec
 import pytest
 from studroom.domain.account import Account
 from studroom.domain.authority import Sender
-from studroom.domain.commands import BuyIn, Leave, OpenTable, SitDown, StartHand, Timeout
+from studroom.domain.commands import (
+    BuyIn,
+    Leave,
+    OpenTable,
+    SitDown,
+    StartHand,
+    Timeout,
+)
 from studroom.domain.config import Rake, TableConfig
 from studroom.domain.events import (
-    ChipsBought, HandEnded, HandSeat, HandStarted, PlayerSatDown, PotAwarded, TableEvent, TableOpened,
+    ChipsBought,
+    HandEnded,
+    HandSeat,
+    HandStarted,
+    PlayerSatDown,
+    PotAwarded,
+    TableEvent,
+    TableOpened,
 )
 from studroom.domain.scenario import play
 from studroom.domain.simulate import STAKES
@@ -23,8 +37,25 @@ from studroom.domain.table import Table
 from studroom.projections.ledger import accounts
 from studroom.projections.ledger.account_entries import CashierBook, account_entries
 from studroom.projections.ledger.entries import (
-    AWARD, AWARD_HIGH, AWARD_LOW, BUY_IN, CASH_OUT, CASH_OUT_CREDIT, CREDIT, DEPOSIT, POT, RAKE, REFUND,
-    REFUND_BUY_IN, RESERVE, RETURN, WITHDRAWAL, Entry, TableBook, Unbookable, table_entries,
+    AWARD,
+    AWARD_HIGH,
+    AWARD_LOW,
+    BUY_IN,
+    CASH_OUT,
+    CASH_OUT_CREDIT,
+    CREDIT,
+    DEPOSIT,
+    POT,
+    RAKE,
+    REFUND,
+    REFUND_BUY_IN,
+    RESERVE,
+    RETURN,
+    WITHDRAWAL,
+    Entry,
+    TableBook,
+    Unbookable,
+    table_entries,
 )
 from studroom.services.bench.ledger import simulated_room
 
