@@ -174,6 +174,13 @@ class People:
         for seat, player in enumerate(players):
             await must(await self.table("player", player), table_id, SitDown(seat=seat, player=player))
 
+    async def seated(self, table_id: str, player: str, deposit: int, retry_for: float = 10.0) -> CashierClient:
+        """A table of its own with ``player`` in seat 0 and ``deposit`` in his account: his
+        cashier client."""
+        await self.open_table(table_id, players=(player,))
+        await self.fund(player, deposit)
+        return await self.cashier("player", player, retry_for)
+
     async def fund(self, player: str, amount: int, reference: str = "bankroll") -> None:
         floor = await self.cashier("operator", "floor")
         reply = await floor.deposit(player, amount, reference)

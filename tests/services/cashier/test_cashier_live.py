@@ -95,9 +95,7 @@ def test_a_buy_in_debits_the_account_and_credits_the_seat_exactly_once(stack: Ca
     table, alice = f"{name}-t", f"{name}-alice"
 
     async def scenario(people: People) -> None:
-        await people.open_table(table, players=(alice,))
-        await people.fund(alice, 10_000)
-        mine = await people.cashier("player", alice)
+        mine = await people.seated(table, alice, 10_000)
         reply = await mine.buy_chips(table, 0, 1000)
         assert (reply.ok, reply.outcome) == (True, "confirmed")
         view = await (await people.table("player", alice)).view(table)
@@ -122,9 +120,7 @@ def test_R3_a_buy_in_over_the_tables_maximum_is_refunded(stack: CashierStack, na
     table, alice = f"{name}-t", f"{name}-alice"
 
     async def scenario(people: People) -> None:
-        await people.open_table(table, players=(alice,))
-        await people.fund(alice, 10_000)
-        mine = await people.cashier("player", alice)
+        mine = await people.seated(table, alice, 10_000)
         reply = await mine.buy_chips(table, 0, CONFIG.max_buy_in + 1)  # type: ignore[operator]
         assert (reply.ok, reply.outcome, code(reply)) == (False, "refunded", OVER_MAX_BUY_IN)
         after = await mine.balance()
@@ -170,9 +166,7 @@ def test_a_cash_out_credits_the_account_once_also_when_a_restarted_cashier_reads
     table, alice = f"{name}-t", f"{name}-alice"
 
     async def scenario(people: People) -> None:
-        await people.open_table(table, players=(alice,))
-        await people.fund(alice, 3000)
-        mine = await people.cashier("player", alice)
+        mine = await people.seated(table, alice, 3000)
         assert (await mine.buy_chips(table, 0, 1200)).ok
         await must(await people.table("player", alice), table, Leave(seat=0))
 

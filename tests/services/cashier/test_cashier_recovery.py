@@ -34,9 +34,8 @@ async def buy_in_killed_after(stack: CashierStack, people: People, step: str, ta
                               instance_id: str = "itc-cashier") -> None:
     """Alice asks for a buy-in of 1000 from a cashier that ends after ``step``."""
     cashier = stack.cashier(instance_id, "--crash-after", step)
-    await people.open_table(table, players=(alice,))
-    await people.fund(alice, 5000)
-    reply = await (await people.cashier("player", alice, retry_for=2.0)).buy_chips(table, 0, 1000)
+    mine = await people.seated(table, alice, 5000, retry_for=2.0)
+    reply = await mine.buy_chips(table, 0, 1000)
     assert code_of(reply) == protocol.UNAVAILABLE         # no reply: the cashier died mid-way
     assert cashier.wait() == CRASH_EXIT, cashier.output()
 
