@@ -35,5 +35,7 @@ def render_reconciliation(result: Reconciliation, sources: Sequence[Any], ledger
                  f"{f['chips in transit']} + {f['chips on the tables']} + {f['rake']}: {verdict}")]
     if not result.differences:
         return "\n".join([*out, "", "no differences"])
-    rows = [[d.check, d.event or d.table, d.what] for d in result.differences]
-    return "\n".join([*out, "", f"{len(result.differences)} differences:", render(["check", "where", "what"], rows)])
+    rows = [[d.check, f"{d.table}#{d.hand}" if d.hand is not None else "", d.event or d.table or d.player, d.what]
+            for d in result.differences]
+    return "\n".join([*out, "", f"{len(result.differences)} differences:",
+                      render(["check", "hand", "event", "what"], rows)])
