@@ -104,8 +104,9 @@ class TableAudit:
             self._differ(BOOKS_VS_STORE, f"the stored event cannot be booked: {e}", hand)
             expected = []
         if booked != expected:
+            player = next((e.player for e in [*booked, *expected] if e.player), None)
             self._differ(BOOKS_VS_STORE, mismatch(booked, expected), hand if hand is not None else self.book.hand,
-                         (booked or expected)[0].player)
+                         player)
         for entry in booked:
             self.balances[entry.debit] += entry.amount
             self.balances[entry.credit] -= entry.amount
@@ -113,13 +114,13 @@ class TableAudit:
                 self.moved[entry.kind] += entry.amount
             elif entry.kind == RAKE and entry.hand is not None:
                 self.raked[entry.hand] += entry.amount
-            if entry.kind == POT and entry.hand is not None:
+            elif entry.kind == POT and entry.hand is not None:
                 self._pots.setdefault(entry.hand, set()).add(entry.debit)
         self.chips.add(event)
         if isinstance(event, HandStarted):
             self._started(event)
         elif isinstance(event, ChipsBought):
-            self._bought(version, event)
+            self._bought(event)
         elif isinstance(event, PlayerLeft):
             self._left(version, event)
         elif isinstance(event, HandEnded):
@@ -133,7 +134,7 @@ class TableAudit:
         self._where = f"{self.store} {self.table} v{version}"
         self._differ(BOOKS_VS_STORE, "the books hold entries of an event the store does not have", None)
 
-    def _bought(self, version: int, e: ChipsBought) -> None:
+    def _bought(self, e: ChipsBought) -> None:
         sender, _, number = (e.command_id or "").partition("#")
         player = self.book.seats.get(e.seat)
         if sender == CASHIER and player is not None:
