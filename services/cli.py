@@ -22,12 +22,15 @@ SERVICES = {
     "timer": "studroom.services.timer.bootstrap",
     "bot": "studroom.services.players.bootstrap",
     "cashier": "studroom.services.cashier.bootstrap",
+    "history": "studroom.projections.history.bootstrap",
 }
 
 # studroom <name> ...: the tools of a part, each module with add_commands(commands)
 TOOLS: dict[str, str] = {
     "auth": "studroom.services.auth.cli",
     "cashier": "studroom.services.cashier.tools",
+    "history": "studroom.projections.history.cli",
+    "disputes": "studroom.services.disputes.cli",
 }
 
 # studroom bench <name>
@@ -37,6 +40,7 @@ BENCHMARKS = {
     "timer": "studroom.services.bench.timer",
     "table": "studroom.services.bench.table",
     "store": "studroom.services.bench.store",
+    "history": "studroom.services.bench.history",
 }
 
 

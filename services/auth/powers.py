@@ -16,7 +16,7 @@ from ..relay.dead_letters import DEAD_LETTER_BUCKET
 from ..table.partitions import LEASE_BUCKET
 from ..wire import subjects
 
-SERVICES = ("table", "relay", "timer", "projections", "cashier")
+SERVICES = ("table", "relay", "timer", "projections", "cashier", "history")
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,8 @@ def _inbox(role: str, name: str) -> str:
 def player(name: str) -> Powers:
     """Commands and cashier requests for himself; public events; his own private events and inbox."""
     return Powers(
-        publish=[subjects.commands_as("player", name), subjects.cashier_requests("player", name)],
+        publish=[subjects.commands_as("player", name), subjects.cashier_requests("player", name),
+                 subjects.history_requests("player", name)],
         subscribe=[subjects.all_public_events(), subjects.player_private_events(name), _inbox("player", name)],
     )
 
@@ -40,7 +41,8 @@ def player(name: str) -> Powers:
 def operator(name: str) -> Powers:
     """Operator commands (tables, live-dealer input) and cashier requests; public events; his inbox."""
     return Powers(
-        publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name)],
+        publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name),
+                 subjects.history_requests("operator", name)],
         subscribe=[subjects.all_public_events(), _inbox("operator", name)],
     )
 
@@ -73,6 +75,8 @@ def service(name: str) -> Powers:
         )
     if name == "projections":
         return Powers(publish=["$JS.>", "$KV.>"], subscribe=[own_inbox])
+    if name == "history":
+        return Powers(publish=["_INBOX.>"], subscribe=[subjects.all_history_requests(), own_inbox])
     if name == "cashier":
         return Powers(publish=["_INBOX.>", "$JS.>", subjects.commands_as("service", "cashier")],
                       subscribe=[subjects.all_cashier_requests(), own_inbox])

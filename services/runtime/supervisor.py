@@ -52,6 +52,7 @@ class Services:
     stores: int
     timers: bool = False
     cashier: bool = True
+    history: bool = True
     name: str = "room"
     schema_prefix: str | None = None
     lease_bucket: str | None = None
@@ -79,6 +80,10 @@ class Services:
                                                     "WARNING"]))
         if self.cashier:
             commands.append((f"{self.name}-cashier", [*SERVE, "cashier", *self._cashier_args()]))
+        if self.history:
+            own = ["--store-prefix", self.schema_prefix, "--schema", f"{self.schema_prefix}history"] \
+                if self.schema_prefix else []
+            commands.append((f"{self.name}-history", [*SERVE, "history", "--log-level", "WARNING", *own]))
         return commands
 
     def _cashier_args(self) -> list[str]:

@@ -20,15 +20,20 @@ from .postgres import PostgresEventStore
 from .layout import STORE_SCHEMA_PREFIX, store_of_table, store_schema
 
 
-def store_layout_problem(database_url: str, stores: int) -> str | None:
-    """Tables stored under another number of stores would be looked for in the wrong
-    store (and opened anew there): say so, or None when the layout fits."""
-    pattern = re.compile(re.escape(STORE_SCHEMA_PREFIX) + r"(\d+)$")
+def stores_found(database_url: str, prefix: str = STORE_SCHEMA_PREFIX) -> list[int]:
+    """The indexes of the event stores the database holds (schemas ``<prefix><n>``)."""
+    pattern = re.compile(re.escape(prefix) + r"(\d+)$")
     with psycopg.connect(database_url, autocommit=True) as conn:
         rows = conn.execute(
             "SELECT table_schema FROM information_schema.tables WHERE table_name = 'events'"
         ).fetchall()
-    found = sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.match(schema)))
+    return sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.match(schema)))
+
+
+def store_layout_problem(database_url: str, stores: int) -> str | None:
+    """Tables stored under another number of stores would be looked for in the wrong
+    store (and opened anew there): say so, or None when the layout fits."""
+    found = stores_found(database_url)
     misplaced = []
     for index in found:
         for store in open_stores(database_url, [store_schema(index)]):

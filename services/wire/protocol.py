@@ -29,6 +29,7 @@ INTERNAL: Final = "internal"            # the service failed; the command change
 TIMEOUT: Final = "timeout"              # the client got no reply in time (set by the client)
 BAD_REPLY: Final = "bad_reply"          # the client got a reply it cannot decode (set by the client)
 PENDING: Final = "pending"              # a buy-in on its way: the cashier completes or undoes it (not retried)
+UNKNOWN_HAND: Final = "unknown_hand"    # no such hand in the history asked for
 
 # Codes a client, a bot or the timer retries (a bounded number of times): each means the
 # command changed nothing and the same command may succeed a moment later.

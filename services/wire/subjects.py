@@ -23,6 +23,10 @@ The cashier (request/reply)
     ``studroom.cashier.<role>.<name>``     a player's or an operator's requests (balance,
                                            movements, buy-ins; deposits, withdrawals)
 
+Players' histories (request/reply)
+    ``studroom.history.<role>.<name>``     a player's requests about his own hands, an
+                                           operator's about anyone's
+
 Relay
     ``studroom.relay.nudge.<store>``       core NATS nudge: "store <store> has new events"
                                            (KV bucket ``studroom_relay`` keeps positions)
@@ -151,6 +155,30 @@ def cashier_sender(subject: str) -> tuple[str, str]:
     parts = subject.split(".")
     if len(parts) != 4 or parts[:2] != [PREFIX, "cashier"] or parts[2] not in CASHIER_ROLES:
         raise BadName(f"{subject!r} is not a cashier request subject")
+    return parts[2], check_name(parts[3])
+
+
+# Players' histories (projections/history/): requests by request/reply, the sender in the subject
+
+HISTORY_ROLES = ("player", "operator")
+
+
+def history_requests(role: str, name: str) -> str:
+    """Where a player (about himself) or an operator asks for hand histories."""
+    if role not in HISTORY_ROLES:
+        raise BadName(f"{role!r} asks for no history")
+    return f"{PREFIX}.history.{role}.{check_name(name)}"
+
+
+def all_history_requests() -> str:
+    return f"{PREFIX}.history.*.*"
+
+
+def history_sender(subject: str) -> tuple[str, str]:
+    """``studroom.history.<role>.<name>`` -> (role, name); BadName for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 4 or parts[:2] != [PREFIX, "history"] or parts[2] not in HISTORY_ROLES:
+        raise BadName(f"{subject!r} is not a history request subject")
     return parts[2], check_name(parts[3])
 
 

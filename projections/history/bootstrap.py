@@ -1,0 +1,53 @@
+"""The history's composition root: ``studroom serve history``.
+
+Connects to the room's database (the table stores and the histories' schema
+``studroom_history``) and to NATS as the service "history" (``STUDROOM_NATS_CREDS``,
+or the embedded room's), and runs one :class:`~.service.HistoryService` until stopped;
+embedded servers are started when the settings name none.  Several instances may run
+at once: each store's batches are projected under a row lock, each request answered
+by one of them.  Light to import: the CLI reads ``HELP`` and ``add_arguments``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+
+from studroom.services.runtime.settings import Settings
+
+HELP = "the players' histories: every hand each player played, as he may see it; answers their requests"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from studroom.services.store.layout import STORE_SCHEMA_PREFIX
+
+    from .schema import HISTORY_SCHEMA
+
+    parser.add_argument("--schema", default=HISTORY_SCHEMA, help=argparse.SUPPRESS)
+    parser.add_argument("--store-prefix", default=STORE_SCHEMA_PREFIX, help=argparse.SUPPRESS)
+
+
+async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from studroom.services.runtime import process
+    from studroom.services.runtime.credentials import credentials
+    from studroom.services.runtime.servers import servers
+
+    from .desk import HistoryDesk
+    from .projector import Projector
+    from .service import HistoryService
+
+    with contextlib.ExitStack() as stack:
+        nats_url, database_url = stack.enter_context(servers(settings))
+        nc = await process.connect(nats_url, "studroom-history", creds=credentials(settings, "service", "history"))
+        projector = Projector(database_url, history_schema=args.schema, store_prefix=args.store_prefix)
+        service = HistoryService(nc, projector,
+                                 HistoryDesk(database_url, args.schema))
+        try:
+            await service.start()
+            print("history ready", flush=True)
+            await service.run(stop)
+        finally:
+            await service.close()
+            with contextlib.suppress(Exception):
+                await nc.drain()

@@ -1,0 +1,73 @@
+"""One history instance: the projection loop and the requests, over one NATS connection.
+
+- the projector (projector.py) in a thread: a batch of each store, again at once while
+  there was something to project, else after ``idle_s``;
+- requests on ``studroom.history.*.*`` (a queue group: each request goes to one
+  instance), the sender read from the subject, each answered in a thread (desk.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any, Final
+
+from studroom.domain.errors import FORBIDDEN
+from studroom.services.wire import subjects
+from studroom.services.wire.protocol import BAD_REQUEST, MAX_REQUEST_BYTES
+
+from .desk import HistoryDesk
+from .projector import Projector
+from .protocol import encode, refused
+
+log = logging.getLogger("studroom.history")
+
+QUEUE: Final = "studroom_history"
+IDLE_S: Final = 0.25             # the pause between projection steps that found nothing
+
+
+class HistoryService:
+    def __init__(self, nc: Any, projector: Projector, desk: HistoryDesk, *, idle_s: float = IDLE_S) -> None:
+        self.nc = nc
+        self.projector = projector
+        self.desk = desk
+        self.idle_s = idle_s
+        self._sub: Any = None
+
+    async def start(self) -> None:
+        """Answer requests from now on."""
+        self._sub = await self.nc.subscribe(subjects.all_history_requests(), queue=QUEUE, cb=self._on_request)
+        await self.nc.flush()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Project until ``stop``; a failing batch is logged and tried again."""
+        while not stop.is_set():
+            try:
+                projected = await asyncio.to_thread(self.projector.step)
+            except Exception:
+                log.exception("history projection failed; trying again")
+                projected = 0
+            if not projected:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.idle_s)
+
+    async def _on_request(self, msg: Any) -> None:
+        try:
+            role, name = subjects.history_sender(msg.subject)
+        except subjects.BadName as e:
+            reply = refused(FORBIDDEN, str(e))
+        else:
+            if len(msg.data) > MAX_REQUEST_BYTES:
+                reply = refused(BAD_REQUEST, f"a request is at most {MAX_REQUEST_BYTES} bytes")
+            else:
+                reply = await asyncio.to_thread(self.desk.answer, role, name, msg.data)
+        if msg.reply:
+            await msg.respond(encode(reply))
+
+    async def close(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+        await asyncio.to_thread(self.projector.close)
+        await asyncio.to_thread(self.desk.close)

@@ -1,0 +1,166 @@
+"""What command caused the stored events at a place of a table's stream.
+
+Commands are not stored; their events are, and the first event of each command tells
+what it was: an ``Acted`` was an ``Act``, a ``TimedOut`` a ``Timeout``, a
+``HandStarted`` a ``StartHand`` with the stored seed or deck.  Its ``command_id``
+(``"<role>.<name>#<n>"``, domain/command_ids.py) names the sender and his number; a
+command without one came from inside the room (hand starts, scripts) and is run as
+trusted.  The clock (``now_ms``) is the one the turns give back (hands.turn_clock).
+
+Where the first event leaves a choice (an ``AnteSkipped`` was a ``SkipAnte``, a
+``Leave`` or the ante window's ``Timeout``; a ``HandStarted``'s button may have been
+placed by the starter), :func:`candidates` lists every command it may have been,
+most likely first: the re-run takes the one whose events are the record's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+from studroom.domain.authority import Sender
+from studroom.domain.commands import (
+    Act,
+    BuyIn,
+    Command,
+    DealStreet,
+    Leave,
+    Muck,
+    OpenTable,
+    PostAnte,
+    Show,
+    SitDown,
+    SitOut,
+    SkipAnte,
+    StartHand,
+    Timeout,
+)
+from studroom.domain.events import (
+    Acted,
+    AntePosted,
+    AnteSkipped,
+    CardsDealt,
+    ChipsBought,
+    Event,
+    HandMucked,
+    HandShown,
+    HandStarted,
+    LastCardsExposed,
+    LeaveRequested,
+    PlayerLeft,
+    PlayerSatDown,
+    SitOutChanged,
+    TableOpened,
+    TimedOut,
+    TurnStarted,
+)
+from studroom.domain.games import GAMES
+from studroom.domain.table import Table
+from studroom.projections.history.hands import turn_clock
+
+ROLES = ("player", "operator", "service")
+
+
+class Candidate(msgspec.Struct, frozen=True):
+    """A command the record may show, and who gave it (None: the room itself)."""
+
+    command: Command
+    by: Sender | None = None
+
+
+def sender_of(stored_id: str | None) -> tuple[Sender | None, str | None]:
+    """The sender and his number of a stored ``command_id`` (None, None: trusted)."""
+    if stored_id is None:
+        return None, None
+    key, _, number = stored_id.rpartition("#")
+    role, _, name = key.partition(".")
+    if role not in ROLES or not name or not number:
+        return None, None
+    return Sender(role, name), number  # type: ignore[arg-type]
+
+
+def clock_at(stream: Sequence[Event], index: int, table: Table) -> int:
+    """``now_ms`` of the command whose events begin at ``index``: the clock of the next
+    turn the record opens (a command that opens no turn depends on no clock)."""
+    assert table.config is not None
+    for event in stream[index:]:
+        if type(event) is TurnStarted:
+            return turn_clock(event, table.config)  # type: ignore[arg-type]
+    return 0
+
+
+def candidates(stream: Sequence[Event], index: int, table: Table) -> list[Candidate]:
+    """The commands that may have caused the events from ``stream[index]`` on, as the
+    table before them (``table``) would have been given them; empty when no command
+    begins with such an event."""
+    first = stream[index]
+    by, number = sender_of(first.command_id)
+    now = clock_at(stream, index, table) if table.config is not None else 0
+    nxt = stream[index + 1] if index + 1 < len(stream) else None
+    return [Candidate(msgspec.structs.replace(c, command_id=number, now_ms=now), by)
+            for c in _commands(first, nxt, table, by)]
+
+
+def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> list[Command]:
+    if isinstance(e, TableOpened):
+        return [OpenTable(table_id=e.table_id, config=e.config)]
+    if isinstance(e, PlayerSatDown):
+        return [SitDown(seat=e.seat, player=e.player, auto_ante=e.auto_ante)]
+    if isinstance(e, ChipsBought):
+        return [BuyIn(seat=e.seat, amount=e.amount)]
+    if isinstance(e, SitOutChanged):
+        return [SitOut(seat=e.seat, sitting_out=e.sitting_out)]
+    if isinstance(e, (PlayerLeft, LeaveRequested)):
+        return [Leave(seat=e.seat)]
+    if isinstance(e, HandStarted):
+        scripted = e.deck or None
+        return [StartHand(seed=e.seed, deck=scripted),
+                StartHand(seed=e.seed, deck=scripted, button=e.button)]
+    if isinstance(e, AntePosted):
+        return [PostAnte(seat=e.seat, entropy=e.entropy)]
+    if isinstance(e, AnteSkipped):
+        return _ante_skipped(e, nxt, table, by)
+    if isinstance(e, CardsDealt):
+        return _street(e, nxt, table)
+    if isinstance(e, Acted):
+        return [Act(seat=e.seat, action=e.action, size=_size(e, table))]
+    if isinstance(e, TimedOut):
+        return [Timeout(turn=e.turn)]
+    if isinstance(e, HandShown):
+        return [Show(seat=e.seat)]
+    if isinstance(e, HandMucked):
+        return [Muck(seat=e.seat)]
+    return []
+
+
+def _ante_skipped(e: AnteSkipped, nxt: Event | None, table: Table, by: Sender | None) -> list[Command]:
+    if isinstance(nxt, PlayerLeft) and nxt.seat == e.seat:
+        return [Leave(seat=e.seat)]
+    window = Timeout(turn=table.turn)
+    if by is not None and by.role == "service":
+        return [window]
+    return [SkipAnte(seat=e.seat), window] if by is None else [SkipAnte(seat=e.seat)]
+
+
+def _street(e: CardsDealt, nxt: Event | None, table: Table) -> list[Command]:
+    """A live dealer's console: the street's cards as dealt (R28: with the seats whose
+    last card came up), or, when the hand has a deck, none (dealt from it)."""
+    assert table.game is not None
+    exposure = nxt if isinstance(nxt, LastCardsExposed) else None
+    last_down = e.street == table.game.last_street and not GAMES[table.game.name].streets[e.street].faces[0]
+    exposed = [d.seat for d in e.cards if d.up] if last_down and exposure is not None else []
+    mixed = exposure is not None and exposure.skip_betting
+    cards = [e.community] if e.community is not None else [d.card or "" for d in e.cards]
+    console = DealStreet(cards=cards, exposed=exposed, mixed=mixed)
+    has_deck = table.hand is not None and table.hand.deck.size() > 0
+    return [console, DealStreet(cards=None, exposed=exposed, mixed=mixed)] if has_deck else [console]
+
+
+def _size(e: Acted, table: Table) -> Literal["small", "big"] | None:
+    """R12: a bet or raise where the turn offered both sizes was big if it raised the
+    round's bet by more than the small bet."""
+    turn, hand, config = table.last_turn, table.hand, table.config
+    if turn is None or hand is None or config is None or not turn.sizes or e.action not in ("bet", "raise"):
+        return None
+    return "big" if e.to - hand.current_bet > config.stakes.small_bet else "small"
