@@ -22,7 +22,8 @@ from pathlib import Path
 
 # the modules mypyc compiles (setup.py lists the same names)
 NATIVE_MODULES = (
-    "cards", "hand_ranking", "record", "hand", "games", "deck", "betting", "dealing", "pots", "showdown", "table",
+    "cards", "hand_ranking", "record", "hand", "games", "commitment", "deck", "betting", "dealing", "pots", "showdown",
+    "table",
 )
 
 _HERE = Path(__file__).resolve().parent

@@ -57,7 +57,11 @@ class StartHand(Command, tag=True):
 
 
 class PostAnte(Command, tag=True):
+    """``entropy``: optionally, a random value of the player's (1..32 bytes, hex) that
+    the deck is derived from too (R32.4)."""
+
     seat: int
+    entropy: str | None = None
 
 
 class SkipAnte(Command, tag=True):

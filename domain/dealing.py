@@ -1,12 +1,13 @@
 """Dealing: the first deal, later streets with burns, running out of cards (R17), and
-who opens each betting round (R7 bring-in, R10 best board, R29 exposed last card)."""
+who opens each betting round (R7 bring-in, R10 best board, R29 exposed last card).
+Every card dealt carries the proof that opens it in the deck's commitment (R32)."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from .cards import DECK_SIZE, rank_pattern, show_many
-from .deck import Deck, ListedDeck, reshuffle_label, shuffled
+from .cards import DECK_SIZE, rank_pattern, show, show_many
+from .deck import Deck, ListedDeck
 from .errors import DECK_TOO_SHORT, DomainError
 from .events import CardsDealt, DealtCard
 from .games import Game
@@ -14,12 +15,15 @@ from .hand import HandPlayer, HandState
 from .hand_ranking import board_value, lowest_card
 
 
-def _take(deck: Deck, start: int, count: int) -> list[str]:
-    """The next ``count`` cards from ``start``, as text, refusing to read past a
-    scripted deck's end."""
+def _take(deck: Deck, start: int, count: int) -> list[int]:
+    """The next ``count`` cards from ``start``, refusing to read past a scripted deck's end."""
     if start + count > deck.size():
         raise DomainError(DECK_TOO_SHORT, f"the deck ran out after {deck.size()} cards")
-    return show_many(deck.cards(start, count))
+    return deck.cards(start, count)
+
+
+def _dealt(hand: HandState, seat: int, card: int, up: bool) -> DealtCard:
+    return DealtCard(seat, show(card), up, hand.committed.proof(card))
 
 
 def deal_first(hand: HandState, game: Game) -> CardsDealt:
@@ -27,7 +31,7 @@ def deal_first(hand: HandState, game: Game) -> CardsDealt:
     dealt = hand.dealt()
     order = [(p.seat, face) for face in game.streets[0].faces for p in dealt]
     taken = _take(hand.deck, hand.pos, len(order))
-    cards = [DealtCard(seat, card, face) for (seat, face), card in zip(order, taken)]
+    cards = [_dealt(hand, seat, card, face) for (seat, face), card in zip(order, taken)]
     return CardsDealt(street=0, cards=cards)
 
 
@@ -47,23 +51,23 @@ def deal_street(hand: HandState, game: Game, street: int) -> CardsDealt:
         stub = _reshuffle(hand, street)              # R17.2: 1 or 2 cards left
     source, start = (stub, 0) if stub is not None else (hand.deck, hand.pos)
     face = game.streets[street].faces[0]
+    reshuffled, stub_order = stub is not None, show_many(stub.order if stub else ())
     if need_community:
         burn, community = _take(source, start, 2)
-        return CardsDealt(street=street, community=community, burned=[burn],
-                          reshuffled=stub is not None, stub=show_many(stub.order if stub else ()))
+        return CardsDealt(street=street, community=show(community), community_proof=hand.committed.proof(community),
+                          burned=[show(burn)], reshuffled=reshuffled, stub=stub_order)
     burn, *taken = _take(source, start, 1 + len(live))
-    cards = [DealtCard(p.seat, card, face) for p, card in zip(live, taken)]
-    return CardsDealt(street=street, cards=cards, burned=[burn],
-                      reshuffled=stub is not None, stub=show_many(stub.order if stub else ()))
+    cards = [_dealt(hand, p.seat, card, face) for p, card in zip(live, taken)]
+    return CardsDealt(street=street, cards=cards, burned=[show(burn)], reshuffled=reshuffled, stub=stub_order)
 
 
 def _reshuffle(hand: HandState, street: int) -> ListedDeck:
-    """The undealt stub and the burn cards, shuffled with the hand's seed (R17)."""
-    deck = hand.deck
-    if deck.size() < DECK_SIZE:
+    """The undealt stub and the burn cards, shuffled with the deck's key (R17)."""
+    if hand.committed.size() < DECK_SIZE:
         raise DomainError(DECK_TOO_SHORT, "a reshuffle (R17) needs the whole 52-card deck")
+    deck = hand.deck
     stub = deck.cards(hand.pos, deck.size() - hand.pos)
-    return ListedDeck(shuffled(stub + hand.burns, hand.shuffle_seed, reshuffle_label(street)))
+    return ListedDeck(hand.committed.reshuffled(stub + hand.burns, street))
 
 
 def door_card(p: HandPlayer) -> int:

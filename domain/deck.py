@@ -1,25 +1,30 @@
-"""The deck and fair dealing (rule R32).
+"""The hand's deck and its commitment (rule R32).
 
-Construction, so that anyone holding the revealed seed can recompute every card:
+How a deck is made, so that the dispute process can make it again from the dealer's
+record (docs/design/fair-dealing.md says it all for third parties):
 
 * the seed is 32 secret random bytes, chosen by the table service (never by the domain);
-* the hand's first event publishes ``commitment = SHA-256(seed)`` in hex;
-* a byte stream is derived from the seed in counter mode:
-  ``block_i = SHA-256(seed || label || i.to_bytes(8, "big"))``, for a label naming the
-  purpose (``b"deck"`` for the deck order, ``b"reshuffle:<street>"`` for rule R17);
+  the hand's first event publishes ``SHA-256(seed)`` (:func:`seed_hash`);
+* players may add entropy with their antes (``AntePosted.entropy``, published); the
+  deck's **key** is then ``SHA-256(seed || SHA-256(e1) || SHA-256(e2) ...)`` in the order
+  the antes were posted, else the seed itself (:func:`mixed_key`).  The seed is
+  committed before any entropy arrives, so neither the room nor a player chooses the deck;
+* a byte stream is derived from the key in counter mode:
+  ``block_i = SHA-256(key || label || i.to_bytes(8, "big"))``, for a label naming the
+  purpose (``b"deck"``, ``b"reshuffle:<street>"`` for rule R17);
 * cards are shuffled with Fisher-Yates (for i from n - 1 down to 1 swap the cards at
   positions i and j, j uniform in 0..i), j drawn by rejection sampling from the stream's
-  32-bit big-endian words (no modulo bias).  Each step makes position i final;
+  32-bit big-endian words (no modulo bias);
 * the hand's deck is cards 0..51 (2c 2d 2h 2s 3c ... As) shuffled with label ``b"deck"``
-  and dealt from the end, in the order the shuffle makes the positions final: the top
-  card is position 51, the next position 50, and so on.  A hand therefore runs the
-  shuffle only as far as it deals (a heads-up hand folded on third street hashes one
-  block of the stream, not seven);
-* a reshuffle (R17) shuffles the stub then the burns (that list) with label
-  ``b"reshuffle:<street>"``; its result is published in the event (``stub``) and dealt
-  from the front.
-
-The hand's last event reveals the seed; ``audit.py`` recomputes every card from it.
+  and read from its last position: the top card (place 0) is position 51;
+* each place has a 16-byte salt: the ``SHAKE-256(key || b"salt")`` output cut in
+  16-byte pieces, place 0 first;
+* the commitment is the Merkle root over the places (``commitment.py``), published
+  before the first card is dealt; each card goes out with the proof that opens its
+  place (:meth:`CommittedDeck.proof`), and the key and seed never leave the store;
+* a scripted deck (scenarios) is listed card by card; its key is the scenario's seed,
+  or ``SHA-256("scripted:" + the cards joined by commas)``.  Live-dealer tables deal
+  physical cards: no deck, nothing to commit.
 """
 
 from __future__ import annotations
@@ -29,71 +34,77 @@ import struct
 from collections.abc import Sequence
 from typing import Final
 
+from . import commitment
 from .cards import ALL_CARDS, DECK_SIZE
+from .events import CardProof
 from .record import Record
 
 SEED_BYTES: Final = 32
+SALT_BYTES: Final = 16
+MAX_ENTROPY_BYTES: Final = 32
 
 
-def commitment(seed: bytes) -> str:
-    """The published commitment to a seed: its SHA-256 in hex."""
+def seed_hash(seed: bytes) -> str:
+    """The seed's published commitment: its SHA-256 in hex."""
     return hashlib.sha256(seed).hexdigest()
 
 
+def mixed_key(seed: bytes, entropy: Sequence[bytes]) -> bytes:
+    """The key of a seeded deck: the seed, mixed with the players' entropy if any."""
+    if not entropy:
+        return seed
+    return hashlib.sha256(seed + b"".join(hashlib.sha256(e).digest() for e in entropy)).digest()
+
+
+def scripted_key(deck: Sequence[str]) -> bytes:
+    """The key of a scripted deck given without a seed (salts, R17 reshuffles)."""
+    return hashlib.sha256(("scripted:" + ",".join(deck)).encode()).digest()
+
+
+def reshuffle_label(street: int) -> bytes:
+    return b"reshuffle:%d" % street
+
+
 _SPAN: Final = 0x1_0000_0000    # 2**32: the number of distinct 32-bit words
+# j uniform in 0..n-1 takes a word below _LIMIT[n]; a word at or above it would bias j
+_LIMIT: Final = tuple(_SPAN - _SPAN % n if n else 0 for n in range(DECK_SIZE + 1))
 
 
-def _block(prefix: bytes, counter: int) -> tuple[int, ...]:
-    """Block ``counter`` of the stream, as its 8 words (``prefix`` is seed || label)."""
-    return struct.unpack(">8I", hashlib.sha256(prefix + counter.to_bytes(8, "big")).digest())
+def _words(prefix: bytes, first: int, blocks: int) -> list[int]:
+    """Blocks ``first`` .. ``first + blocks - 1`` of the stream, as 32-bit words."""
+    sha256 = hashlib.sha256
+    stream = b"".join([sha256(prefix + i.to_bytes(8, "big")).digest() for i in range(first, first + blocks)])
+    return list(struct.unpack(">%dI" % (8 * blocks), stream))
 
 
-class Shuffle(Record):
-    """Fisher-Yates run step by step, only as far as asked.  What it yields is fixed by
-    its cards, seed and label, so how far it has run is no part of anyone's state (its
-    fields are private: ``Table.state()`` leaves them out)."""
-
-    FIELDS = ("_cards", "_done", "_prefix", "_words", "_used")
-    __slots__ = FIELDS
-
-    def __init__(self, cards: Sequence[int], seed: bytes, label: bytes) -> None:
-        self._cards = list(cards)
-        self._done = 0                 # positions n - 1 down to n - done are final
-        self._prefix = seed + label
-        self._words: list[int] = []    # the stream so far
-        self._used = 0                 # words drawn from it
-
-    def _blank(self) -> Shuffle:
-        return Shuffle((), b"", b"")
-
-    def fix(self, count: int) -> list[int]:
-        """Shuffle until the last ``count`` positions are final; the cards by position."""
-        cards = self._cards
-        n = len(cards)
-        while self._done < count and self._done < n:
-            i = n - 1 - self._done
-            if i > 0:
-                j = self._below(i + 1)
-                cards[i], cards[j] = cards[j], cards[i]
-            self._done += 1
-        return cards
-
-    def _below(self, n: int) -> int:
-        """Uniform in 0..n-1: a word at or above the largest multiple of n below 2**32 is
-        skipped, so there is no modulo bias (about one word in 10**8 here)."""
-        limit = _SPAN - _SPAN % n
+def shuffled(cards: Sequence[int], key: bytes, label: bytes) -> list[int]:
+    """``cards`` (at most a deck) shuffled by the key's stream for ``label``, by position."""
+    cards = list(cards)
+    prefix = key + label
+    words = _words(prefix, 0, (len(cards) + 6) // 8)   # one word a swap, unless one is skipped
+    used = 0
+    for i in range(len(cards) - 1, 0, -1):
+        limit = _LIMIT[i + 1]
         while True:
-            if self._used == len(self._words):
-                self._words += _block(self._prefix, len(self._words) // 8)
-            w = self._words[self._used]
-            self._used += 1
+            if used == len(words):
+                words += _words(prefix, len(words) // 8, 1)
+            w = words[used]
+            used += 1
             if w < limit:
-                return w % n
+                break
+        j = w % (i + 1)
+        cards[i], cards[j] = cards[j], cards[i]
+    return cards
 
 
-def shuffled(cards: Sequence[int], seed: bytes, label: bytes) -> list[int]:
-    """``cards`` shuffled to the end by the seed's stream for ``label``, by position."""
-    return Shuffle(cards, seed, label).fix(len(cards))
+def seeded_order(key: bytes) -> list[int]:
+    """A seeded deck's order, top card first."""
+    return shuffled(ALL_CARDS, key, b"deck")[::-1]
+
+
+def salts(key: bytes, count: int) -> list[bytes]:
+    stream = hashlib.shake_256(key + b"salt").digest(SALT_BYTES * count)
+    return [stream[i : i + SALT_BYTES] for i in range(0, len(stream), SALT_BYTES)]
 
 
 class Deck(Record):
@@ -110,8 +121,7 @@ class Deck(Record):
 
 
 class ListedDeck(Deck):
-    """A deck given card by card: a scripted deck (possibly short), a live dealer's
-    table (empty: its console reports the cards), the stub after a reshuffle (R17)."""
+    """Cards in a given order: the stub after a reshuffle (R17)."""
 
     FIELDS = ("order",)
     __slots__ = FIELDS
@@ -129,32 +139,77 @@ class ListedDeck(Deck):
         return self.order[start : start + count]
 
 
-class SeededDeck(Deck):
-    """The hand's deck from its seed (R32), shuffled only as far as it is dealt."""
+class CommittedDeck(Deck):
+    """A hand's own deck: seeded (``listed`` None: the order comes from the key) or
+    scripted (``listed``), and its commitment.  The order, salts and tree are worked
+    out when first needed, after the last entropy is mixed in; what is worked out is
+    fixed by the seed, the listed cards and the entropy, so it is no part of anyone's
+    state (the fields are private: ``Table.state()`` leaves them out)."""
 
-    FIELDS = ("_shuffle",)
+    FIELDS = ("_seed", "_listed", "_entropy", "_order", "_salts", "_tree", "_places", "_proofs")
     __slots__ = FIELDS
 
-    def __init__(self, seed: bytes) -> None:
-        self._shuffle = Shuffle(ALL_CARDS, seed, b"deck")
+    def __init__(self, seed: bytes, listed: list[int] | None = None) -> None:
+        self._seed = seed
+        self._listed = listed
+        self._entropy: list[bytes] = []
+        self._order: list[int] | None = None
+        self._salts: list[bytes] = []
+        self._tree: list[list[bytes]] = []
+        self._places: dict[int, int] = {}       # card -> its place
+        self._proofs: dict[int, CardProof] = {}  # card -> its proof, once made
 
-    def _blank(self) -> SeededDeck:
-        return SeededDeck(b"")
+    def _blank(self) -> CommittedDeck:
+        return CommittedDeck(b"")
+
+    def mix(self, entropy: bytes) -> None:
+        """A player's entropy (R32.4); a scripted deck is what it is, and ignores it."""
+        assert self._order is None, "entropy after the deck was fixed"
+        self._entropy.append(entropy)
+
+    def key(self) -> bytes:
+        """What every secret of the deck derives from (never published)."""
+        return self._seed if self._listed is not None else mixed_key(self._seed, self._entropy)
+
+    def order(self) -> list[int]:
+        order = self._order
+        if order is None:
+            order = self._order = list(self._listed) if self._listed is not None else seeded_order(self.key())
+        return order
 
     def size(self) -> int:
-        return DECK_SIZE
+        return len(self._listed) if self._listed is not None else DECK_SIZE
 
     def cards(self, start: int, count: int) -> list[int]:
-        positions = self._shuffle.fix(start + count)
-        last = DECK_SIZE - 1
-        return [positions[last - place] for place in range(start, start + count)]
+        return self.order()[start : start + count]
 
+    def reshuffled(self, cards: list[int], street: int) -> list[int]:
+        """R17: the stub and the burns, shuffled with the deck's key, top first."""
+        return shuffled(cards, self.key(), reshuffle_label(street))
 
-def deck_from_seed(seed: bytes) -> list[int]:
-    """The hand's whole deck order, top card first."""
-    return SeededDeck(seed).cards(0, DECK_SIZE)
+    def root(self) -> str:
+        """The commitment: the Merkle root over the places, hex ("" with no cards)."""
+        if not self.size():
+            return ""
+        return self._committed()[-1][0].hex()
 
+    def _committed(self) -> list[list[bytes]]:
+        tree = self._tree
+        if not tree:
+            order = self.order()
+            self._salts = salts(self.key(), len(order))
+            tree = self._tree = commitment.levels(commitment.leaves(order, self._salts))
+            self._places = {card: p for p, card in enumerate(order)}
+        return tree
 
-def reshuffle_label(street: int) -> bytes:
-    return b"reshuffle:%d" % street
-
+    def proof(self, card: int) -> CardProof | None:
+        """The proof that opens ``card``'s place (None: not in this deck, such as a live
+        dealer's physical card)."""
+        made = self._proofs.get(card)
+        if made is None and self.size():
+            tree = self._committed()
+            place = self._places.get(card)
+            if place is None:
+                return None
+            made = self._proofs[card] = CardProof(place, self._salts[place], commitment.path(tree, place))
+        return made

@@ -46,6 +46,7 @@ DECK_TOO_SHORT: Final = "deck_too_short"
 BAD_CARD: Final = "bad_card"
 DUPLICATE_CARD: Final = "duplicate_card"
 BAD_SEED: Final = "bad_seed"
+BAD_ENTROPY: Final = "bad_entropy"        # a player's entropy for the deck that is no 1..32 bytes of hex (R32)
 
 # Turns and betting
 NOT_YOUR_TURN: Final = "not_your_turn"

@@ -10,8 +10,12 @@ is declared here, next to the fields, so the views (``views.py``) derive the pub
 the private copies mechanically (rule R33):
 
 * ``DealtCard.card`` is hidden unless ``up``; its owner is ``DealtCard.seat``;
-* fields listed in an event's ``__secret__`` are dealer-only (deck order, seed, burns,
-  mucked cards).
+* fields listed in an event's ``__secret__`` are never public: the seed, a scripted
+  deck, burns and the stub stay in the store; a mucked hand goes privately to the
+  showdown's participants (R23).
+
+Every card that leaves the store carries the proof that opens it in the hand's deck
+commitment (R32, ``deck.py``), so a proof is as secret as its card.
 """
 
 from __future__ import annotations
@@ -76,6 +80,17 @@ class LeaveRequested(Event, tag=True):
 # --- a hand ----------------------------------------------------------------------------
 
 
+class CardProof(msgspec.Struct, frozen=True):
+    """R32: what opens one place of the hand's deck commitment (``AntesCollected.deck_root``):
+    the place (0 = the top card), its 16-byte salt and the Merkle path (the siblings'
+    32-byte hashes from the leaf up, one after the other; ``commitment.py``).  Bytes
+    travel as base64 in JSON."""
+
+    place: int
+    salt: bytes
+    path: bytes
+
+
 class HandSeat(msgspec.Struct, frozen=True):
     seat: int
     player: str
@@ -83,23 +98,26 @@ class HandSeat(msgspec.Struct, frozen=True):
 
 
 class HandStarted(Event, tag=True):
-    """R32: ``commitment`` is public; the seed (or a scripted deck) is dealer-only until
-    the hand's last event reveals it.  A seeded deck's order is not listed: the seed
-    fixes it (``deck.py``), and the hand deals only as far as it needs."""
+    """R32: ``commitment`` is the seed's SHA-256, public before any player adds entropy;
+    the seed (and a scripted deck) never leaves the store.  A seeded deck's order is not
+    listed: the seed (and the entropy) fix it (``deck.py``)."""
 
     __secret__ = ("deck", "seed")
     hand_no: int
     button: int
     seats: list[HandSeat]          # everyone dealt in, in dealing order (left of button)
-    commitment: str
+    commitment: str                # SHA-256 of the seed, hex ("": a live dealer's table)
     deck: list[str] = []           # a scripted deck, top first (empty: seeded or live dealer)
-    seed: str | None = None
+    seed: str | None = None        # hex; with a scripted deck, the seed of its salts and reshuffles
 
 
 class AntePosted(Event, tag=True):
+    """``entropy``: the player's random value (hex), mixed into the deck (R32.4)."""
+
     seat: int
     amount: int
     all_in: bool = False
+    entropy: str | None = None
 
 
 class AnteSkipped(Event, tag=True):
@@ -120,6 +138,7 @@ class DealtCard(msgspec.Struct, frozen=True, array_like=True):
     seat: int
     card: str | None              # None in a public view of a down card
     up: bool
+    proof: CardProof | None = None   # R32: travels with the card (None: a live dealer's card)
 
 
 class CardsDealt(Event, tag=True):
@@ -129,6 +148,7 @@ class CardsDealt(Event, tag=True):
     street: int                   # index into the game's streets (0 = the first deal)
     cards: list[DealtCard] = []
     community: str | None = None
+    community_proof: CardProof | None = None
     burned: list[str] = []
     reshuffled: bool = False      # R17: burns (and stub) were shuffled before this street
     stub: list[str] = []          # after a reshuffle: the new stub order, top first
@@ -145,9 +165,13 @@ class LastCardsExposed(Event, tag=True):
 
 
 class AntesCollected(Event, tag=True):
-    """R5: the ante window closed; these seats are dealt in, in dealing order."""
+    """R5: the ante window closed; these seats are dealt in, in dealing order.  R32: the
+    deck is fixed now (the antes' entropy is in): ``deck_root`` commits to its
+    ``deck_size`` places before the first card ("": a live dealer's physical deck)."""
 
     seats: list[int]
+    deck_root: str = ""
+    deck_size: int = 0
 
 
 class RoundStarted(Event, tag=True):
@@ -222,14 +246,18 @@ class HandShown(Event, tag=True):
     cards: list[str]              # all his own cards in the order received
     high: str = ""
     low: str | None = None
+    proofs: list[CardProof] = []  # R32: one per card
 
 
 class HandMucked(Event, tag=True):
-    """R22/R23: the cards are kept for participants' hand histories, never public."""
+    """R22/R23: the cards (and their proofs, R32) are never public: they go privately to
+    the showdown's ``participants`` only (their hand histories)."""
 
-    __secret__ = ("cards",)
+    __secret__ = ("cards", "proofs")
     seat: int
     cards: list[str] = []
+    proofs: list[CardProof] = []
+    participants: list[int] = []  # the seats of the showdown (ShowdownStarted.order)
 
 
 class PotAwarded(Event, tag=True):
@@ -244,16 +272,14 @@ class PotAwarded(Event, tag=True):
 
 
 class HandEnded(Event, tag=True):
-    """The hand's last event: final stacks, and R32's reveal of the seed (or, for a
-    scripted deck, the deck order itself)."""
+    """The hand's last event: final stacks.  (Until 2026-12 it revealed the seed, against
+    R23; R32 as revised keeps it in the store.)"""
 
     hand_no: int
     ended_on: EndedOn
     stacks: dict[int, int]
     net: dict[int, int]
     rake: int
-    seed: str | None = None
-    deck: list[str] = []
 
 
 TableEvent = Union[

@@ -7,7 +7,7 @@ Plain mutable objects with slots: the aggregate changes them only by applying ev
 from __future__ import annotations
 
 from .cards import RANK_DIGIT
-from .deck import Deck, ListedDeck
+from .deck import CommittedDeck, Deck
 from .record import Record
 
 
@@ -72,7 +72,7 @@ class HandPlayer(Record):
 class HandState(Record):
     FIELDS = (
         "hand_no", "button", "players", "order", "deck", "pos", "consumed", "burns",
-        "community", "community_streets", "seed", "shuffle_seed", "scripted_deck",
+        "community", "community_streets", "committed",
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
         "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
         "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
@@ -88,15 +88,13 @@ class HandState(Record):
         self._in_order: list[HandPlayer] = []   # the players of ``order``
         self._clockwise: dict[int, tuple[HandPlayer, ...]] | None = None
         self.set_order([p.seat for p in players])
-        self.deck: Deck = ListedDeck([])   # top first; ``pos`` is the next card's place
+        self.committed = CommittedDeck(b"", [])   # the hand's deck and its commitment (R32)
+        self.deck: Deck = self.committed   # dealt from, top first (R17: then the stub); ``pos`` is the next card's place
         self.pos = 0
         self.consumed = 0              # cards taken from the 52 (dealt and burned)
         self.burns: list[int] = []     # burned cards still set aside (R17 may reshuffle them)
         self.community: list[int] = []
         self.community_streets: list[int] = []
-        self.seed: bytes | None = None
-        self.shuffle_seed = b""
-        self.scripted_deck: list[str] = []   # a scripted deck, revealed at the end (R32)
         self.phase = "ante"            # ante | deal | betting | showdown
         self.street = -1
         self.current_bet = 0

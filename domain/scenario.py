@@ -3,6 +3,8 @@
 ``play(scenario)`` runs the script through the same :class:`~studroom.domain.table.Table`
 the table service runs, and returns the SCENARIO.md output (or ``{"error": ...}``).
 
+A script is read strictly (:class:`Scenario`): a key it does not know, anywhere, or a
+value of the wrong type is a ``bad_scenario`` error naming where, never ignored.
 Beyond SCENARIO.md, two optional keys:
 
 * ``"timeout_policy"``: ``"all_in_protection"`` (the default, seed 000) or
@@ -10,23 +12,105 @@ Beyond SCENARIO.md, two optional keys:
 * ``"live_dealer": {"exposed": [seat, ...], "mixed": false}`` describes a live
   dealer's mistake (rule R28): the 7th cards of those seats came face up (or, with
   ``mixed``, the last cards can no longer be told apart).
+
+and one more outcome: ``"ended_on": "cancelled"`` when fewer than two players posted
+their antes (R5: every ante goes back, nothing is dealt).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal, cast
 
 import msgspec
 
 from .commands import (
     Act, Command, DealStreet, Muck, OpenTable, PostAnte, Show, SitDown, SkipAnte, StartHand, Timeout,
 )
-from .config import Rake, Stakes, TableConfig
-from .errors import BAD_SCENARIO, BAD_SIZE, BAD_STAKES, ILLEGAL_ACTION, UNKNOWN_SEAT, DomainError
-from .events import CardsDealt, ChipsBought, Event, HandEnded, HandShown, HandStarted, PotAwarded
+from .config import Rake, Stakes, TableConfig, TimeoutPolicy
+from .errors import BAD_SCENARIO, BAD_SIZE, BAD_STAKES, ILLEGAL_ACTION, DomainError
+from .events import (
+    CardsDealt, ChipsBought, Event, HandCancelled, HandEnded, HandShown, HandStarted, PotAwarded, TableEvent,
+)
 from .showdown import pots as current_pots
 from .table import Table
+
+# --- the script, as SCENARIO.md writes it ---------------------------------------------
+
+
+class ScriptedRake(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    percent: int | float = 0       # of each pot, to two decimals at most
+    cap: int | None = None
+
+
+class ScriptedSeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seat: int
+    player: str
+    stack: int
+
+
+class ScriptedAction(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    seat: int
+    action: str                    # checked as the script is played: its code and index
+    size: str | None = None
+
+
+class LiveDealer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    exposed: list[int] = []
+    mixed: bool = False
+
+
+class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    game: str
+    stakes: Stakes
+    seats: list[ScriptedSeat]
+    rake: ScriptedRake | None = None
+    button: int = 0
+    deck: list[str] | None = None
+    seed: str | None = None
+    actions: list[ScriptedAction] = []
+    timeout_policy: TimeoutPolicy = "all_in_protection"
+    live_dealer: LiveDealer | None = None
+
+
+# --- its outcome ------------------------------------------------------------------------
+
+EndedOn = Literal["showdown", "fold", "cancelled", "in_progress"]
+
+
+class Winners(msgspec.Struct, frozen=True):
+    high: dict[str, int]
+    low: dict[str, int]
+
+
+class PotResult(msgspec.Struct, frozen=True):
+    amount: int
+    rake: int
+    eligible: list[int]
+    winners: Winners
+
+
+class Result(msgspec.Struct, frozen=True):
+    stacks: dict[str, int]
+    net: dict[str, int]
+    pots: list[PotResult]
+    community: list[str]
+    shown: dict[str, list[str]]
+    ended_on: EndedOn
+
+
+class Failure(msgspec.Struct, frozen=True):
+    code: str
+    message: str
+    action_index: int | None
+
+
+class Output(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What ``studroom hand play`` prints: the hand's events and result, or the error."""
+
+    events: list[TableEvent] = []
+    result: Result | None = None
+    error: Failure | None = None
 
 BETTING = {"bring_in", "complete", "fold", "check", "call", "bet", "raise"}
 SHOWDOWN = {"show", "muck", "timeout"}
@@ -37,46 +121,46 @@ class ScriptError(Exception):
         self.error, self.index = error, index
 
 
-def play(scenario: dict[str, Any]) -> dict[str, Any]:
+def play(scenario: object) -> dict[str, Any]:
+    """Play a script (decoded JSON): the SCENARIO.md output as plain data."""
+    output: Output
     try:
-        return _Run(scenario).run()
+        output = _Run(read(scenario)).run()
     except ScriptError as e:
-        return {"error": {"code": e.error.code, "message": e.error.message, "action_index": e.index}}
+        output = Output(error=Failure(e.error.code, e.error.message, e.index))
+    return msgspec.to_builtins(output)  # type: ignore[no-any-return]
+
+
+def read(scenario: object) -> Scenario:
+    """The script, strictly: ``bad_scenario`` names the first key or value that is wrong."""
+    try:
+        return msgspec.convert(scenario, Scenario)
+    except msgspec.ValidationError as e:
+        raise _bad(str(e)) from None
 
 
 def _bad(message: str) -> ScriptError:
     return ScriptError(DomainError(BAD_SCENARIO, message), None)
 
 
-def _config(s: dict[str, Any], live_dealer: bool) -> TableConfig:
-    try:
-        stakes = msgspec.convert(s.get("stakes"), Stakes)
-        rake = s.get("rake") or {}
-        basis_points = Fraction(str(rake.get("percent", 0))) * 100
-        if basis_points.denominator != 1:
-            raise ScriptError(DomainError(BAD_STAKES, "rake percent to two decimals at most"), None)
-        return TableConfig(
-            game=s.get("game", ""), stakes=stakes,
-            rake=Rake(basis_points=int(basis_points), cap=rake.get("cap")), auto_deal=not live_dealer,
-            timeout_policy=s.get("timeout_policy", "all_in_protection"),
-        )
-    except (msgspec.ValidationError, TypeError, ValueError) as e:
-        raise ScriptError(DomainError(BAD_STAKES, str(e)), None) from None
+def _config(s: Scenario) -> TableConfig:
+    rake = s.rake or ScriptedRake()
+    basis_points = Fraction(str(rake.percent)) * 100
+    if basis_points.denominator != 1:
+        raise ScriptError(DomainError(BAD_STAKES, "rake percent to two decimals at most"), None)
+    return TableConfig(game=s.game, stakes=s.stakes, rake=Rake(basis_points=int(basis_points), cap=rake.cap),
+                       auto_deal=s.live_dealer is None, timeout_policy=s.timeout_policy)
 
 
 class _Run:
-    def __init__(self, scenario: dict[str, Any]) -> None:
-        if not isinstance(scenario, dict):
-            raise _bad("a scenario is a JSON object")
+    def __init__(self, scenario: Scenario) -> None:
         self.s = scenario
         self.table = Table()
         self.events: list[Event] = []
-        self.actions = scenario.get("actions", [])
-        self.live_dealer = scenario.get("live_dealer") or {}
-        if not isinstance(self.actions, list) or not all(isinstance(a, dict) for a in self.actions):
-            raise _bad("actions must be a list of objects")
+        self.actions = scenario.actions
+        self.live_dealer = scenario.live_dealer or LiveDealer()
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Output:
         self._setup()
         i = self._start()
         while i < len(self.actions) and self.table.hand is not None:
@@ -92,7 +176,7 @@ class _Run:
         if self.table.hand is not None and self.table.hand.phase == "showdown":
             self._showdown(len(self.actions))
         start = next(i for i, e in enumerate(self.events) if isinstance(e, HandStarted))
-        return {"events": [msgspec.to_builtins(e) for e in self.events[start:]], "result": self._result()}
+        return Output(events=cast(list[TableEvent], self.events[start:]), result=self._result())
 
     # --- driving the table ------------------------------------------------------------
 
@@ -104,41 +188,34 @@ class _Run:
 
     def _setup(self) -> None:
         s = self.s
-        self._do(None, OpenTable(table_id="scenario", config=_config(s, bool(self.live_dealer))))
-        seats = s.get("seats")
-        if not isinstance(seats, list) or not seats:
+        self._do(None, OpenTable(table_id="scenario", config=_config(s)))
+        if not s.seats:
             raise _bad("seats must be a non-empty list")
-        outs = {a.get("seat") for a in self._leading_ante_outs()}
-        for entry in seats:
-            try:
-                seat, player, stack = int(entry["seat"]), str(entry["player"]), entry["stack"]
-            except (KeyError, TypeError, ValueError):
-                raise _bad(f"bad seat entry {entry!r}") from None
-            if not isinstance(stack, int) or stack < 0:
-                raise _bad(f"seat {seat}: the stack is a whole number of chips")
-            self._do(None, SitDown(seat=seat, player=player, auto_ante=seat not in outs))
+        outs = {a.seat for a in self._leading_ante_outs()}
+        for entry in s.seats:
+            if entry.stack < 0:
+                raise _bad(f"seat {entry.seat}: the stack is a whole number of chips")
+            self._do(None, SitDown(seat=entry.seat, player=entry.player, auto_ante=entry.seat not in outs))
             # scripted stacks are where the players stand, not buy-ins: no R3 minimum
-            self.table.apply(ChipsBought(seat=seat, amount=stack))
+            self.table.apply(ChipsBought(seat=entry.seat, amount=entry.stack))
 
-    def _leading_ante_outs(self) -> list[dict[str, Any]]:
+    def _leading_ante_outs(self) -> list[ScriptedAction]:
         leading = []
         for a in self.actions:
-            if a.get("action") != "ante_out":
+            if a.action != "ante_out":
                 break
             leading.append(a)
         return leading
 
     def _start(self) -> int:
         s = self.s
-        deck, seed = s.get("deck"), s.get("seed")
-        if deck is None and seed is None:
+        if s.deck is None and s.seed is None:
             raise _bad("a scenario needs a deck or a seed")
-        self._do(None, StartHand(deck=deck, seed=seed if deck is None else None, button=s.get("button", 0)))
-        if deck is not None and seed is not None and self.table.hand is not None:
-            self.table.hand.shuffle_seed = bytes.fromhex(seed)   # R17 shuffles use the seed
+        # with a deck, the seed (if any) makes its salts and R17 reshuffles (deck.py)
+        self._do(None, StartHand(deck=s.deck, seed=s.seed, button=s.button))
         outs = self._leading_ante_outs()
         for i, a in enumerate(outs):
-            self._do(i, SkipAnte(seat=a.get("seat", -1)))
+            self._do(i, SkipAnte(seat=a.seat))
         if self.table.hand is not None and self.table.hand.phase == "ante":
             for p in list(self.table.hand.players.values()):
                 if not p.posted and not p.folded:
@@ -152,21 +229,19 @@ class _Run:
         while hand is not None and hand.phase == "deal" and not self.table.config.auto_deal:  # type: ignore[union-attr]
             last = hand.street + 1 == self.table.game.last_street  # type: ignore[union-attr]
             self._do(None, DealStreet(
-                exposed=list(self.live_dealer.get("exposed", [])) if last else [],
-                mixed=bool(self.live_dealer.get("mixed")) if last else False,
+                exposed=list(self.live_dealer.exposed) if last else [],
+                mixed=self.live_dealer.mixed if last else False,
             ))
             hand = self.table.hand
 
     def _command(self, i: int) -> Command:
         a = self.actions[i]
-        action, seat = a.get("action"), a.get("seat")
-        if not isinstance(seat, int):
-            raise ScriptError(DomainError(UNKNOWN_SEAT, f"action {i} names no seat"), i)
+        action, seat = a.action, a.seat
         if action in BETTING:
-            size = a.get("size")
+            size = a.size
             if size not in (None, "small", "big"):
                 raise ScriptError(DomainError(BAD_SIZE, f"size is small or big, not {size!r}"), i)
-            return Act(seat=seat, action=action, size=size)
+            return Act(seat=seat, action=action, size=size)  # type: ignore[arg-type]
         if action == "timeout":
             return Timeout(turn=self.table.turn, seat=seat)
         if action == "ante_out":
@@ -180,11 +255,11 @@ class _Run:
         decisions: dict[int, tuple[int, str]] = {}
         for i in range(first, len(self.actions)):
             a = self.actions[i]
-            if a.get("action") not in SHOWDOWN:
+            if a.action not in SHOWDOWN:
                 raise ScriptError(DomainError(ILLEGAL_ACTION, "only show or muck at the showdown"), i)
-            if a.get("seat") in decisions:
-                raise ScriptError(DomainError(ILLEGAL_ACTION, f"seat {a.get('seat')} decided twice"), i)
-            decisions[a.get("seat")] = (i, a["action"])  # type: ignore[index]
+            if a.seat in decisions:
+                raise ScriptError(DomainError(ILLEGAL_ACTION, f"seat {a.seat} decided twice"), i)
+            decisions[a.seat] = (i, a.action)
         hand = self.table.hand
         while hand is not None and hand.phase == "showdown":
             seat = hand.to_act
@@ -203,29 +278,29 @@ class _Run:
 
     # --- the outcome ------------------------------------------------------------------
 
-    def _result(self) -> dict[str, Any]:
+    def _result(self) -> Result:
         ended = next((e for e in self.events if isinstance(e, HandEnded)), None)
         community = [e.community for e in self.events if isinstance(e, CardsDealt) and e.community]
         shown = {str(e.seat): e.cards for e in self.events if isinstance(e, HandShown)}
-        ended_on: str
+        ended_on: EndedOn
+        pots: list[PotResult] = []
+        hand = self.table.hand
         if ended is not None:
             stacks, net = ended.stacks, ended.net
-            pots = [
-                {"amount": e.amount, "rake": e.rake, "eligible": e.eligible,
-                 "winners": {"high": _keys(e.high), "low": _keys(e.low)}}
-                for e in self.events if isinstance(e, PotAwarded)
-            ]
+            pots = [PotResult(e.amount, e.rake, e.eligible, Winners(_keys(e.high), _keys(e.low)))
+                    for e in self.events if isinstance(e, PotAwarded)]
             ended_on = ended.ended_on
-        else:
-            hand = self.table.hand
-            players = hand.players.values() if hand else []
-            stacks = {p.seat: p.stack for p in players}
-            net = {p.seat: p.stack - p.start_stack for p in players}
-            pots = [{"amount": p.amount, "rake": 0, "eligible": p.eligible, "winners": {"high": {}, "low": {}}}
-                    for p in (current_pots(hand) if hand else [])]
+        elif hand is not None:
+            stacks = {p.seat: p.stack for p in hand.players.values()}
+            net = {p.seat: p.stack - p.start_stack for p in hand.players.values()}
+            pots = [PotResult(p.amount, 0, p.eligible, Winners({}, {})) for p in current_pots(hand)]
             ended_on = "in_progress"
-        return {"stacks": _keys(stacks), "net": _keys(net), "pots": pots, "community": community,
-                "shown": shown, "ended_on": ended_on}
+        else:                           # R5: cancelled, every ante went back
+            assert any(isinstance(e, HandCancelled) for e in self.events)
+            stacks = {seat.seat: seat.stack for seat in self.s.seats}
+            net = dict.fromkeys(stacks, 0)
+            ended_on = "cancelled"
+        return Result(_keys(stacks), _keys(net), pots, community, shown, ended_on)
 
 
 def _keys(m: dict[int, int]) -> dict[str, int]:

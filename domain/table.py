@@ -13,7 +13,6 @@ The domain is pure: the clock (``now_ms``) and the deck seed come in with the co
 from __future__ import annotations
 
 import copy
-import hashlib
 
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -29,7 +28,7 @@ from .commands import (
     SkipAnte, StartHand, Timeout,
 )
 from .config import TableConfig, too_many_players, validate
-from .deck import ListedDeck, SeededDeck, commitment
+from .deck import MAX_ENTROPY_BYTES, CommittedDeck, ListedDeck, scripted_key, seed_hash
 from .dealing import bring_in_seat, deal_first, deal_street, door_card, first_to_act
 from .errors import (
     ALREADY_LEAVING,
@@ -39,6 +38,7 @@ from .errors import (
     BAD_AMOUNT,
     BAD_CARD,
     BAD_DEAL,
+    BAD_ENTROPY,
     BAD_SEED,
     DUPLICATE_CARD,
     HAND_IN_PROGRESS,
@@ -58,9 +58,11 @@ from .errors import (
     UNKNOWN_COMMAND,
     UNKNOWN_SEAT,
     DomainError,
+    quoted,
 )
 from .events import (
-    Acted, ActionName, Announced, AntePosted, AnteSkipped, AntesCollected, CardsDealt, ChipsBought, DealtCard,
+    Acted, ActionName, Announced, AntePosted, AnteSkipped, AntesCollected, CardProof, CardsDealt, ChipsBought,
+    DealtCard,
     EndedOn, Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
     LeaveRequested, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded, RoundStarted, ShowdownStarted,
     SitOutChanged, TableOpened, TimedOut, TurnStarted,
@@ -177,7 +179,7 @@ class Table:
         during a hand is refused at once)."""
         hand = self.hand
         if hand is not None:
-            return 0 < len(hand.scripted_deck) < DECK_SIZE
+            return 0 < hand.committed.size() < DECK_SIZE
         return type(command) is StartHand and command.deck is not None and len(command.deck) < DECK_SIZE
 
     def _snapshot(self) -> dict[str, Any]:
@@ -321,16 +323,9 @@ class Table:
                                    deadline_ms=self._deadline(c, config.ante_seconds)))
 
     def _deck_for(self, c: StartHand) -> tuple[list[str], str | None, str]:
-        """The hand's deck and its R32 commitment: from a seed, a scripted order, or
-        nothing at all (a live dealer's table)."""
-        if c.seed is not None:
-            try:
-                seed = bytes.fromhex(c.seed)
-            except ValueError:
-                raise DomainError(BAD_SEED, "the seed must be hex") from None
-            if not seed:
-                raise DomainError(BAD_SEED, "the seed is empty")
-            return [], c.seed, commitment(seed)      # the seed alone fixes the order
+        """The hand's deck (a scripted order, or none: the seed fixes it), its seed and
+        the seed's hash (R32); a live dealer's table has none of them."""
+        seed = _seed(c.seed) if c.seed is not None else None
         if c.deck is not None:
             try:
                 cards = parse_many(c.deck)
@@ -339,8 +334,9 @@ class Table:
             if len(set(cards)) != len(cards):
                 dup = next(t for t in c.deck if c.deck.count(t) > 1)
                 raise DomainError(DUPLICATE_CARD, f"{dup} appears twice in the deck")
-            text = ",".join(c.deck)
-            return list(c.deck), None, hashlib.sha256(text.encode()).hexdigest()
+            return list(c.deck), c.seed, seed_hash(seed if seed is not None else scripted_key(c.deck))
+        if seed is not None:
+            return [], c.seed, seed_hash(seed)
         if self.config is not None and self.config.auto_deal:
             raise DomainError(NO_DECK, "an online table needs a seed to deal from")
         return [], None, ""
@@ -359,13 +355,13 @@ class Table:
         hand = self._hand()
         if hand.phase != "ante" or p.posted:
             raise DomainError(ILLEGAL_ACTION, f"seat {c.seat} has no ante to post now")
-        self._post_ante_for(c.seat)
+        self._post_ante_for(c.seat, _entropy(c.entropy))
         self._after_ante(c)
 
-    def _post_ante_for(self, seat: int) -> None:
+    def _post_ante_for(self, seat: int, entropy: str | None = None) -> None:
         p = self._hand().players[seat]
         amount = min(self._require_config().stakes.ante, p.stack)
-        self._emit(AntePosted(seat=seat, amount=amount, all_in=amount == p.stack))
+        self._emit(AntePosted(seat=seat, amount=amount, all_in=amount == p.stack, entropy=entropy))
 
     def _skip_ante(self, c: SkipAnte) -> None:
         p = self._in_hand(c.seat)
@@ -391,7 +387,8 @@ class Table:
             self._emit(HandCancelled(hand_no=hand.hand_no, reason="fewer than two antes (R5)", refunds=refunds))
             self._emit_departures()
             return
-        self._emit(AntesCollected(seats=posted))
+        deck = hand.committed       # R32: the entropy is in, the deck is fixed: commit to it
+        self._emit(AntesCollected(seats=posted, deck_root=deck.root(), deck_size=deck.size()))
         if self._require_config().auto_deal:
             self._deal(c)
 
@@ -422,12 +419,14 @@ class Table:
             exposure = self._exposure(street, console) if console is not None else None
             if exposure is not None and console is not None:
                 event = msgspec.structs.replace(event, cards=[
-                    DealtCard(d.seat, d.card, d.up or d.seat in console.exposed) for d in event.cards
+                    DealtCard(d.seat, d.card, d.up or d.seat in console.exposed, d.proof) for d in event.cards
                 ])
             self._emit(event)
             if exposure is not None:        # the turned cards are known once dealt
+                last = [hand.players[d.seat].cards[-1] for d in exposure.turned]
                 self._emit(msgspec.structs.replace(exposure, turned=[
-                    DealtCard(d.seat, show(hand.players[d.seat].cards[-1]), True) for d in exposure.turned
+                    DealtCard(d.seat, show(card), True, hand.committed.proof(card))
+                    for d, card in zip(exposure.turned, last)
                 ]))
             console = None
             self._announce(street)
@@ -626,7 +625,12 @@ class Table:
         cards = p.cards + hand.community
         low = low_value(cards) if self._game().hi_lo else None
         self._emit(HandShown(seat=p.seat, cards=show_many(p.cards), high=describe_high(high_value(cards)),
-                             low=None if low is None else describe_low(low)))
+                             low=None if low is None else describe_low(low), proofs=self._proofs(p)))
+
+    def _proofs(self, p: HandPlayer) -> list[CardProof]:
+        """R32: the proofs of his cards (none from a live dealer's physical deck)."""
+        deck = self._hand().committed
+        return [proof for card in p.cards if (proof := deck.proof(card)) is not None]
 
     def _next_showdown_turn(self, c: Command) -> None:
         hand = self._hand()
@@ -645,8 +649,10 @@ class Table:
 
     def _muck(self, c: Muck) -> None:
         p = self._showdown_turn(c.seat)
-        check_muck(self._hand(), c.seat)
-        self._emit(HandMucked(seat=c.seat, cards=show_many(p.cards)))
+        hand = self._hand()
+        check_muck(hand, c.seat)
+        self._emit(HandMucked(seat=c.seat, cards=show_many(p.cards), proofs=self._proofs(p),
+                              participants=list(hand.showdown_order)))
         self._next_showdown_turn(c)
 
     def _showdown_turn(self, seat: int) -> HandPlayer:
@@ -673,8 +679,6 @@ class Table:
             hand_no=hand.hand_no, ended_on=ended_on, stacks=stacks,
             net={s: stacks[s] - hand.players[s].start_stack for s in stacks},
             rake=sum(a.rake for a in awards),
-            seed=None if hand.seed is None else hand.seed.hex(),
-            deck=hand.scripted_deck,
         ))
         self._emit_departures()
 
@@ -707,6 +711,29 @@ def _announcement(p: HandPlayer) -> Said | None:
 
 _ANNOUNCEMENTS: Final[dict[tuple[int, bool], Said | None]] = {}
 _UNKNOWN: Final = object()     # not memoised yet (None is a memoised "nothing to say")
+
+
+def _seed(text: str) -> bytes:
+    try:
+        seed = bytes.fromhex(text)
+    except ValueError:
+        raise DomainError(BAD_SEED, "the seed must be hex") from None
+    if not seed:
+        raise DomainError(BAD_SEED, "the seed is empty")
+    return seed
+
+
+def _entropy(text: str | None) -> str | None:
+    """A player's entropy for the deck (R32.4): hex, 1..MAX_ENTROPY_BYTES bytes."""
+    if text is None:
+        return None
+    try:
+        value = bytes.fromhex(text) if isinstance(text, str) else b""
+    except ValueError:
+        value = b""
+    if not 0 < len(value) <= MAX_ENTROPY_BYTES:
+        raise DomainError(BAD_ENTROPY, f"entropy is 1..{MAX_ENTROPY_BYTES} bytes in hex, not {quoted(text)}")
+    return value.hex()
 
 
 def _plain(value: Any) -> Any:
@@ -765,14 +792,12 @@ def _leave_requested(t: Table, e: LeaveRequested) -> None:
 def _hand_started(t: Table, e: HandStarted) -> None:
     players = [HandPlayer(s.seat, s.player, s.stack) for s in e.seats]
     hand = HandState(e.hand_no, e.button, players)
-    if e.seed is not None:
-        hand.seed = bytes.fromhex(e.seed)
-        hand.shuffle_seed = hand.seed
-        hand.deck = SeededDeck(hand.seed)
-    else:
-        hand.deck = ListedDeck(parse_many(e.deck))
-        hand.scripted_deck = list(e.deck)
-        hand.shuffle_seed = hashlib.sha256(("scripted:" + ",".join(e.deck)).encode()).digest()
+    seed = bytes.fromhex(e.seed) if e.seed is not None else None
+    if e.deck:
+        hand.committed = CommittedDeck(seed if seed is not None else scripted_key(e.deck), parse_many(e.deck))
+    elif seed is not None:
+        hand.committed = CommittedDeck(seed)
+    hand.deck = hand.committed
     t.hand, t.button = hand, e.button
 
 
@@ -782,6 +807,8 @@ def _ante_posted(t: Table, e: AntePosted) -> None:
     p = hand.players[e.seat]
     p.put_in(e.amount)
     p.ante, p.posted, p.round_bet = e.amount, True, 0
+    if e.entropy is not None:
+        hand.committed.mix(bytes.fromhex(e.entropy))
     hand.changed()
 
 

@@ -1,9 +1,17 @@
-"""Who may see what (rules R23, R33): the public and the private copies of an event,
-and a whole table as one player may see it.
+"""Who may see what (rules R23, R32, R33): the public and the private copies of an
+event, and a whole table as one player may see it.
 
 Events are the dealer's view.  What is secret is declared on the event types
 (``__secret__`` fields, and ``DealtCard.card`` unless the card is up), so these views
 are derived mechanically and a new event type cannot leak by forgetting a rule here.
+A card's proof (R32) travels inside its ``DealtCard`` (or beside a community card, a
+shown or mucked hand), so it goes exactly where the card goes:
+
+* public: up cards, community cards, shown hands;
+* privately to the owner: his down cards;
+* privately to each participant of the showdown: a mucked hand (R23);
+* nowhere: folded hands, burns, the seed.
+
 A table's view (:func:`table_view`, what a reconnecting player asks for) is built from
 the public facts only, plus the viewer's own down cards.
 """
@@ -16,7 +24,7 @@ import msgspec
 
 from .cards import show, show_many
 from .config import TableConfig
-from .events import CardsDealt, DealtCard, Event, TurnStarted
+from .events import CardsDealt, DealtCard, Event, HandMucked, TurnStarted
 from .hand import HandPlayer, HandState
 from .table import Table
 
@@ -52,7 +60,7 @@ def _hide(cards: list[DealtCard], owner: int | None) -> list[DealtCard]:
 
 
 def public(event: Event) -> Event:
-    """The copy anyone may see: no down card, no deck, no seed before its time."""
+    """The copy anyone may see: no down card (nor its proof), no deck, no seed."""
     event = _blank_secrets(event)
     if isinstance(event, CardsDealt):
         return msgspec.structs.replace(event, cards=_hide(event.cards, None))
@@ -61,9 +69,11 @@ def public(event: Event) -> Event:
 
 def private(event: Event, seat: int) -> Event | None:
     """The copy for the player in ``seat``, or None when it tells him nothing more than
-    the public copy does (only his own down cards are private to him)."""
+    the public copy does: his own down cards, or a hand mucked at his showdown."""
     if isinstance(event, CardsDealt) and any(d.seat == seat and not d.up for d in event.cards):
         return msgspec.structs.replace(_blank_secrets(event), cards=_hide(event.cards, seat))
+    if isinstance(event, HandMucked) and seat in event.participants:
+        return event
     return None
 
 
@@ -71,6 +81,8 @@ def owners_of_private_cards(event: Event) -> list[int]:
     """The seats that get a private copy of this event."""
     if isinstance(event, CardsDealt):
         return sorted({d.seat for d in event.cards if not d.up})
+    if isinstance(event, HandMucked):
+        return sorted(event.participants)
     return []
 
 

@@ -1,22 +1,29 @@
-"""The secrecy check (R23, R32, R33): every public message of a room, scanned for what
-it must not carry.
+"""The secrecy check (R23, R32, R33): every public message of a room, and every private
+copy as its recipient gets it, scanned for what it must not carry.
 
 A :class:`Leak` is one of:
 
-* ``down_card`` (R23, R33): a face-down card in a public message before it was shown
-  (a ``HandShown`` at the showdown, or turned up by R28/R29's ``LastCardsExposed``);
+* ``down_card`` (R23, R33): a face-down card in a message its reader may not see yet:
+  in public before it was shown (a ``HandShown`` at the showdown, or turned up by
+  R28/R29's ``LastCardsExposed``), in a private copy unless it is the reader's own;
 * ``folded_card`` (R23): a card of a hand that was folded or mucked, in any public
-  message of that hand or after it (until the next hand starts);
-* ``early_seed`` (R32 as implemented: the hand's last event, ``HandEnded``, reveals
-  the seed, and a scripted hand's deck): a hand's seed in a public message before that;
+  message of that hand or after it (until the next hand starts), or in a private copy
+  to anyone but its owner (a mucked hand: but to the showdown's participants);
+* either of them also when a card PROOF (R32, ``CardProof`` anywhere in the message)
+  opens such a card: what a proof opens is found by trying the cards against the
+  hand's commitment (``AntesCollected.deck_root``);
+* ``unshown_proof`` (R32): a proof that opens a card its message does not show (a
+  burned or undealt card, or a card the scan did not know to be hidden);
+* ``seed`` (R32 as revised: the seed never leaves the store): a hand's seed in any message;
 * ``secret_field``: a field its event type declares secret (``__secret__``,
-  domain/events.py) that is not blank in a public copy;
-* ``unreadable``: a public message that is no ``TableEvent`` with its version: it
-  cannot be vouched for.
+  domain/events.py) that is not blank in a public copy (or in a private one, but a
+  mucked hand to the showdown's participants);
+* ``unreadable``: a message that is no ``TableEvent`` with its version: it cannot be
+  vouched for.
 
 What is hidden comes from the TRUTH where a test has it (:class:`Truth`: the stored
 events, or the private copies, each player's own down cards) and, in any case, from the
-public copies themselves (a face-down ``DealtCard`` that carries its card).  Messages
+copies themselves (a face-down ``DealtCard`` that carries its card).  Messages
 are decoded as the domain's ``TableEvent`` and cards are found as whole string values
 of the decoded event, never by searching bytes: a card text like ``"As"`` is in a lot
 of things that are not cards.  Identities (``player``, ``table_id``, ``command_id``)
@@ -40,12 +47,14 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import msgspec
+from studroom.domain import commitment
+from studroom.domain.cards import CARD_TEXT, DECK_SIZE
 from studroom.domain.events import (
     Acted,
+    AntesCollected,
+    CardProof,
     CardsDealt,
     Event,
-    HandCancelled,
-    HandEnded,
     HandMucked,
     HandShown,
     HandStarted,
@@ -59,22 +68,25 @@ from studroom.services.wire import subjects
 
 DOWN_CARD = "down_card"
 FOLDED_CARD = "folded_card"
-EARLY_SEED = "early_seed"
+UNSHOWN_PROOF = "unshown_proof"
+SEED = "seed"
 SECRET_FIELD = "secret_field"
 UNREADABLE = "unreadable"
 
 NAME_FIELDS = frozenset({"player", "table_id", "command_id"})     # identities, never cards
-R32_REVEAL = {HandEnded: frozenset({"seed", "deck"})}             # the hand's last event reveals its deck
+MUCKED_FIELDS = frozenset({"cards", "proofs"})                    # a muck's, to the showdown's participants
 
 _decode = msgspec.json.Decoder(TableEvent).decode
 
 
 class Message(NamedTuple):
-    """One message of a table's stream: its version (None: not said) and body."""
+    """One message of a table's stream: its version (None: not said), body, and for a
+    private copy the player it went to (``studroom.priv.<player>.<table>``)."""
 
     table: str
     version: int | None
     data: bytes
+    to: str | None = None
 
 
 @dataclass(frozen=True)
@@ -159,15 +171,31 @@ def strings(value: Any, skip: frozenset[str] = frozenset()) -> Iterator[str]:
             yield from strings(item, skip)
 
 
-class _HandSecrets:
-    """One hand of one table as the scan goes: what is hidden, shown, folded."""
+def proofs_in(value: Any) -> Iterator[CardProof]:
+    """Every card proof anywhere inside a decoded event."""
+    if isinstance(value, CardProof):
+        yield value
+    elif isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            yield from proofs_in(getattr(value, name))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from proofs_in(item)
 
-    def __init__(self) -> None:
+
+class _HandSecrets:
+    """One hand of one table as the scan goes: what is hidden, shown, folded; who sits
+    where and who is at the showdown; the deck commitment its proofs open."""
+
+    def __init__(self, seats: dict[str, int] | None = None) -> None:
         self.hidden: dict[str, int] = {}        # face-down card -> its seat
         self.last: dict[int, str] = {}          # seat -> its last face-down card (R28)
         self.revealed: set[str] = set()
         self.gone: set[int] = set()             # folded or mucked
-        self.showdown = False
+        self.showdown: set[int] = set()         # the showdown's seats, once it starts
+        self.seats = seats or {}                # player -> his seat in this hand
+        self.root, self.size = "", 0
+        self._opened: dict[tuple[int, bytes, bytes], str | None] = {}
 
     def deal(self, cards: dict[str, int]) -> None:
         for card, seat in cards.items():
@@ -176,8 +204,10 @@ class _HandSecrets:
 
     def follow(self, event: Event) -> None:
         """The public facts of ``event`` that change what may be seen."""
-        if isinstance(event, ShowdownStarted):
-            self.showdown = True
+        if isinstance(event, AntesCollected):
+            self.root, self.size = event.deck_root, event.deck_size
+        elif isinstance(event, ShowdownStarted):
+            self.showdown = set(event.order)
         elif isinstance(event, HandShown) and self.showdown and event.seat not in self.gone:
             self.revealed |= {c for c, s in self.hidden.items() if s == event.seat}
         elif isinstance(event, LastCardsExposed):
@@ -185,6 +215,31 @@ class _HandSecrets:
                               if d.card is not None and d.seat not in self.gone and self.last.get(d.seat) == d.card}
         elif _gives_up(event):
             self.gone.add(event.seat)  # type: ignore[attr-defined]
+
+    def at_showdown(self, to: str | None) -> bool:
+        return to is not None and self.seats.get(to) in self.showdown
+
+    def may_see(self, to: str | None, event: Event) -> set[str]:
+        """The hidden cards a private copy to ``to`` may carry: his own, and a mucked
+        hand at a showdown he is in."""
+        seat = self.seats.get(to) if to is not None else None
+        if seat is None:
+            return set()
+        own = {c for c, s in self.hidden.items() if s == seat}
+        if isinstance(event, HandMucked) and self.at_showdown(to):
+            own |= {c for c, s in self.hidden.items() if s == event.seat}
+        return own
+
+    def opened(self, proof: CardProof, shown: set[str]) -> str | None:
+        """The card ``proof`` opens: tried first among the cards its message shows, then
+        all 52 (None: none, it proves nothing)."""
+        key = (proof.place, proof.salt, proof.path)
+        if key not in self._opened:
+            order = [c for c in range(DECK_SIZE) if CARD_TEXT[c] in shown]
+            order += [c for c in range(DECK_SIZE) if CARD_TEXT[c] not in shown]
+            self._opened[key] = next((CARD_TEXT[c] for c in order if commitment.opens(
+                self.root, self.size, proof.place, c, proof.salt, proof.path)), None)
+        return self._opened[key]
 
 
 def _gives_up(event: Event) -> bool:
@@ -195,65 +250,89 @@ def _gives_up(event: Event) -> bool:
 
 
 class _TableScan:
-    """The scan of one table's public messages, in version order."""
+    """The scan of one table's messages, in version order (a version's public copy first)."""
 
     def __init__(self, table: str, truth: Truth, report: Report) -> None:
         self.table, self.truth, self.report = table, truth, report
         self.hand = _HandSecrets()
-        self.seed: str | None = None            # the hand in play's, until its last event
-        self.unrevealed: set[str] = set()       # seeds never revealed (cancelled hands too)
+        self.seeds: set[str] = set()            # every hand's seed so far: never to be seen
         self.version: int = 0                   # the message being scanned
         self.event: Event | None = None
+        self.to: str | None = None              # its recipient (None: public)
 
-    def scan(self, version: int, event: Event) -> None:
-        self.version, self.event = version, event
-        if isinstance(event, HandStarted):
-            self.hand = _HandSecrets()
+    def scan(self, version: int, event: Event, to: str | None = None) -> None:
+        self.version, self.event, self.to = version, event, to
+        if isinstance(event, HandStarted) and to is None:
+            self.hand = _HandSecrets({s.player: s.seat for s in event.seats})
             self.report.hands += 1
-            self.seed = self.truth.seeds.get((self.table, version))
-            if self.seed is not None:
-                self.unrevealed.add(self.seed)
-        dealt = dict(self.truth.down.get((self.table, version), {}))
+            seed = self.truth.seeds.get((self.table, version))
+            if seed is not None:
+                self.seeds.add(seed)
+        dealt = dict(self.truth.down.get((self.table, version), {})) if to is None else {}
         if isinstance(event, CardsDealt):
             dealt.update({d.card: d.seat for d in event.cards if not d.up and d.card is not None})
         self.hand.deal(dealt)
-        self.report.hidden_cards += len(dealt)
+        if to is None:
+            self.report.hidden_cards += len(dealt)
+        mucked_to_participant = isinstance(event, HandMucked) and self.hand.at_showdown(to)
         for name in secret_fields(event):
-            self._leak(SECRET_FIELD, f"{name} = {msgspec.json.encode(getattr(event, name))[:80]!r}")
-        self.hand.follow(event)
+            if not (mucked_to_participant and name in MUCKED_FIELDS):
+                self._leak(SECRET_FIELD, f"{name} = {msgspec.json.encode(getattr(event, name))[:80]!r}")
+        if to is None:
+            self.hand.follow(event)
         builtins = msgspec.to_builtins(event)
-        self._scan_cards(strings(builtins, NAME_FIELDS | R32_REVEAL.get(type(event), frozenset())))
-        self._scan_seeds(strings(builtins, R32_REVEAL.get(type(event), frozenset())))
-        if isinstance(event, HandEnded) and self.seed is not None:
-            self.unrevealed.discard(self.seed)
-        if isinstance(event, (HandEnded, HandCancelled)):
-            self.seed = None
+        allowed = self.hand.may_see(to, event)
+        shown = set(strings(builtins, NAME_FIELDS))
+        self._scan_cards(shown, allowed)
+        self._scan_proofs(event, shown, allowed)
+        self._scan_seeds(strings(builtins))
 
-    def _scan_cards(self, texts: Iterable[str]) -> None:
+    def _hidden(self, card: str, allowed: set[str]) -> str | None:
+        """The leak kind if ``card`` may not be in this message, else None."""
         hand = self.hand
+        seat = hand.hidden.get(card)
+        if seat is None or card in hand.revealed or card in allowed:
+            return None
+        return FOLDED_CARD if seat in hand.gone else DOWN_CARD
+
+    def _scan_cards(self, texts: Iterable[str], allowed: set[str]) -> None:
         for text in texts:
-            seat = hand.hidden.get(text)
-            if seat is not None and text not in hand.revealed:
-                kind = FOLDED_CARD if seat in hand.gone else DOWN_CARD
-                self._leak(kind, f"seat {seat}'s card {text}")
+            kind = self._hidden(text, allowed)
+            if kind is not None:
+                self._leak(kind, f"seat {self.hand.hidden[text]}'s card {text}")
+
+    def _scan_proofs(self, event: Event, shown: set[str], allowed: set[str]) -> None:
+        if not self.hand.root:
+            return
+        for proof in proofs_in(event):
+            card = self.hand.opened(proof, shown)
+            if card is None:
+                continue
+            kind = self._hidden(card, allowed)
+            if kind is not None:
+                self._leak(kind, f"a proof opens seat {self.hand.hidden[card]}'s card {card}")
+            elif card not in shown:
+                self._leak(UNSHOWN_PROOF, f"a proof opens {card} at place {proof.place}, a card it does not show")
 
     def _scan_seeds(self, texts: Iterable[str]) -> None:
         for text in texts:
-            for seed in self.unrevealed:
+            for seed in self.seeds:
                 if seed in text:
-                    self._leak(EARLY_SEED, f"seed {seed[:8]}... before its hand ended")
+                    self._leak(SEED, f"seed {seed[:8]}...")
 
     def _leak(self, kind: str, what: str) -> None:
-        self.report.leaks.append(Leak(kind, self.table, self.version, type(self.event).__name__, what))
+        to = "" if self.to is None else f" to {self.to}"
+        self.report.leaks.append(Leak(kind, self.table, self.version, type(self.event).__name__ + to, what))
 
 
-def scan(public: Iterable[Message], truth: Truth | None = None) -> Report:
-    """Every leak in ``public`` (the messages of any tables, in any order: each table's
-    are scanned in version order)."""
+def scan(messages: Iterable[Message], truth: Truth | None = None) -> Report:
+    """Every leak in ``messages``: public ones, and private copies (``to`` set) as their
+    recipient gets them (the messages of any tables, in any order: each table's are
+    scanned in version order)."""
     truth = truth or Truth()
     report = Report()
-    by_table: dict[str, list[tuple[int, Event]]] = defaultdict(list)
-    for m in dict.fromkeys(public):                      # a message published twice counts once
+    by_table: dict[str, list[tuple[int, int, str | None, Event]]] = defaultdict(list)
+    for m in dict.fromkeys(messages):                    # a message published twice counts once
         report.messages += 1
         try:
             event = _decode(m.data)
@@ -263,21 +342,23 @@ def scan(public: Iterable[Message], truth: Truth | None = None) -> Report:
         if m.version is None:
             report.leaks.append(Leak(UNREADABLE, m.table, None, type(event).__name__, "no version"))
             continue
-        by_table[m.table].append((m.version, event))
+        by_table[m.table].append((m.version, m.to is not None, m.to, event))
     for table, events in by_table.items():
         table_scan = _TableScan(table, truth, report)
-        for version, event in sorted(events, key=lambda ve: ve[0]):
-            table_scan.scan(version, event)
+        for version, _private, to, event in sorted(events, key=lambda e: (e[0], e[1], e[2] or "")):
+            table_scan.scan(version, event, to)
     return report
 
 
 # ------------------------------------------------------------------ a live room's messages
 
 
-def _received(msg: Any) -> Message:
+def _received(msg: Any, private: bool = False) -> Message:
+    """``studroom.pub.<table>`` or ``studroom.priv.<player>.<table>``."""
     version = (msg.headers or {}).get("Studroom-Version")
-    return Message(msg.subject.rsplit(".", 1)[-1], int(version) if version and version.isdigit() else None,
-                   bytes(msg.data))
+    *_, player, table = msg.subject.split(".")
+    return Message(table, int(version) if version and version.isdigit() else None, bytes(msg.data),
+                   player if private else None)
 
 
 class Watch:
@@ -292,7 +373,7 @@ class Watch:
         self.public.append(_received(msg))
 
     async def _on_private(self, msg: Any) -> None:
-        self.private.append(_received(msg))
+        self.private.append(_received(msg, private=True))
 
     def tables(self) -> list[str]:
         return sorted({m.table for m in self.public})
@@ -315,11 +396,11 @@ class Watch:
 
     async def check(self, load: Callable[[str], Sequence[Event]] | None = None, tables: Iterable[str] = (),
                     timeout: float = 30) -> Report:
-        """Scan what came (all of it, with ``load``: the stored events of every table
-        seen and of ``tables`` are the truth); fail on any leak, and on a scan of no
-        hand at all."""
+        """Scan what came, public and private (all of it, with ``load``: the stored
+        events of every table seen and of ``tables`` are the truth); fail on any leak,
+        and on a scan of no hand at all."""
         truth = await self.complete(load, tables, timeout) if load is not None else Truth()
-        report = scan(list(self.public), truth.learn_private(list(self.private)))
+        report = scan(self.public + self.private, truth.learn_private(list(self.private)))
         assert not report.leaks, str(report)
         assert report.hands, f"the secrecy watch saw no hand: {report}"
         return report

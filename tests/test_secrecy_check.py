@@ -11,10 +11,11 @@ import msgspec
 import pytest
 from secrecy import (
     DOWN_CARD,
-    EARLY_SEED,
     FOLDED_CARD,
     SECRET_FIELD,
+    SEED,
     UNREADABLE,
+    UNSHOWN_PROOF,
     Message,
     Report,
     Truth,
@@ -24,11 +25,13 @@ from secrecy import (
 from studroom.domain import views
 from studroom.domain.commands import BuyIn, OpenTable, SitDown, StartHand, Timeout
 from studroom.domain.config import TableConfig
-from studroom.domain.deck import SEED_BYTES
+from studroom.domain.cards import parse
+from studroom.domain.deck import SEED_BYTES, CommittedDeck
 from studroom.domain.events import (
     EVENT_TYPES,
     Acted,
     CardsDealt,
+    DealtCard,
     Event,
     HandCancelled,
     HandEnded,
@@ -64,9 +67,14 @@ def public(events: list[Event], table: str = "t") -> list[Message]:
 
 
 def private(events: list[Event], table: str = "t") -> list[Message]:
-    return [Message(table, v, encode(copy))
-            for v, e in enumerate(events, start=1) for seat in views.owners_of_private_cards(e)
-            if (copy := views.private(e, seat)) is not None]
+    """Every private copy, addressed to the player dealt in at its seat."""
+    messages, holders = [], {}
+    for v, e in enumerate(events, start=1):
+        if isinstance(e, HandStarted):
+            holders = {s.seat: s.player for s in e.seats}
+        messages += [Message(table, v, encode(copy), holders[seat]) for seat in views.owners_of_private_cards(e)
+                     if (copy := views.private(e, seat)) is not None]
+    return messages
 
 
 def truth(events: list[Event], table: str = "t") -> Truth:
@@ -136,10 +144,10 @@ def test_the_messages_of_many_tables_in_any_order_and_twice_are_scanned_once_eac
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 def test_R23_R28_every_golden_hand_published_honestly_has_no_leak(path: Path) -> None:
-    """Mucks, R17 reshuffles and community cards, R28's turned 7th cards, scripted decks
-    (revealed by HandEnded, R32 as implemented)."""
+    """Mucks (privately to the showdown's players), R17 reshuffles and community cards,
+    R28's turned 7th cards, scripted decks (never published), every card's proof."""
     events = scenario_events(path)
-    report = scan(public(events), truth(events))
+    report = scan(public(events) + private(events), truth(events))
     assert report.leaks == [], str(report)
 
 
@@ -167,7 +175,9 @@ def test_R33_a_down_card_left_in_a_public_deal_is_found_even_without_the_truth()
     for known in (truth(events), None):
         report = scan(planted(public(events), v, leaked), known)
         assert found(report) == {(DOWN_CARD, v)}
-        assert len(report.leaks) == len([d for d in dealt.cards if not d.up])
+        hidden = [d for d in dealt.cards if not d.up]
+        assert len([leak for leak in report.leaks if "proof" not in leak.what]) == len(hidden)
+        assert len([leak for leak in report.leaks if "a proof opens" in leak.what]) == len(hidden)   # R32
 
 
 def test_R23_a_down_card_anywhere_else_before_the_showdown_is_found() -> None:
@@ -219,19 +229,20 @@ def test_R23_a_mucked_hands_cards_in_public_are_found() -> None:
     assert found(report) == {(SECRET_FIELD, v), (FOLDED_CARD, v)}
 
 
-def test_R32_a_seed_before_its_hands_end_is_found_and_at_its_end_is_not() -> None:
+def test_R32_a_seed_in_any_message_at_any_time_is_found() -> None:
+    """R32 as revised: the seed never leaves the store, not even after its hand."""
     events = hands("seven_card_stud", 4, 3, seed=15)
     start = first(events, HandStarted)
     seed = events[start - 1].seed  # type: ignore[attr-defined]
-    assert seed and views.public(events[first(events, HandEnded) - 1]).seed == seed   # revealed at the end
+    assert seed and seed.encode() not in b"".join(m.data for m in public(events) + private(events))
     report = scan(planted(public(events), start, events[start - 1]), truth(events))
-    assert found(report) == {(SECRET_FIELD, start), (EARLY_SEED, start)}
+    assert found(report) == {(SECRET_FIELD, start), (SEED, start)}
     turn = first(events, TurnStarted, after=start)
     hinted = msgspec.structs.replace(events[turn - 1], command_id=f"x{seed}")
-    assert found(scan(planted(public(events), turn, hinted), truth(events))) == {(EARLY_SEED, turn)}
+    assert found(scan(planted(public(events), turn, hinted), truth(events))) == {(SEED, turn)}
     after = first(events, TurnStarted, after=first(events, HandEnded))
     late = msgspec.structs.replace(events[after - 1], command_id=seed)
-    assert scan(planted(public(events), after, late), truth(events)).leaks == []
+    assert found(scan(planted(public(events), after, late), truth(events))) == {(SEED, after)}
 
 
 def test_R32_a_cancelled_hands_seed_is_never_revealed() -> None:
@@ -247,7 +258,7 @@ def test_R32_a_cancelled_hands_seed_is_never_revealed() -> None:
     events += table.execute(SitDown(seat=2, player="p2"))
     late = len(events)
     leaked = msgspec.structs.replace(events[-1], command_id=seed)
-    assert found(scan(planted(public(events), late, leaked), truth(events))) == {(EARLY_SEED, late)}
+    assert found(scan(planted(public(events), late, leaked), truth(events))) == {(SEED, late)}
 
 
 def test_every_secret_field_in_a_public_copy_is_found() -> None:
@@ -272,3 +283,77 @@ def test_a_public_message_that_is_no_event_or_has_no_version_is_unreadable() -> 
     messages = public(events) + [Message("t", 999, b"\x00garbage"), Message("t", None, encode(views.public(events[0])))]
     report = scan(messages, truth(events))
     assert found(report) == {(UNREADABLE, 999), (UNREADABLE, None)}
+
+
+# ------------------------------------------------------------------ private copies and proofs (R23, R32)
+
+
+@pytest.mark.parametrize("game, players", [("seven_card_stud", 8), ("five_card_stud", 10)])
+def test_R23_R32_every_private_copy_as_its_reader_gets_it_has_no_leak(game: str, players: int) -> None:
+    events = hands(game, players, 30, seed=players + 1)
+    copies = private(events)
+    assert any(m.data.startswith(b'{"type":"HandMucked"') for m in copies)       # mucks went to participants
+    report = scan(public(events) + copies, truth(events))
+    assert report.leaks == [], str(report)
+
+
+def test_R33_a_private_copy_with_another_players_down_card_is_found() -> None:
+    events = hands("seven_card_stud", 4, 2, seed=21)
+    v = first(events, CardsDealt)
+    dealt: CardsDealt = events[v - 1]  # type: ignore[assignment]
+    seat = dealt.cards[0].seat
+    other = next(d for d in dealt.cards if d.seat != seat and not d.up)
+    player = next(e for e in events if isinstance(e, HandStarted)).seats
+    to = next(s.player for s in player if s.seat == seat)
+    leaked = msgspec.structs.replace(views.private(dealt, seat), cards=[
+        d if d.seat != other.seat else other for d in views.private(dealt, seat).cards])
+    report = scan(public(events) + [Message("t", v, encode(leaked), to)], truth(events))
+    assert (DOWN_CARD, v) in found(report)
+    assert {leak.event for leak in report.leaks} == {f"CardsDealt to {to}"}
+    assert any(f"a proof opens seat {other.seat}'s card {other.card}" == leak.what for leak in report.leaks)
+
+
+def test_R23_a_mucked_hand_sent_to_a_player_not_at_the_showdown_is_found() -> None:
+    events = hands("seven_card_stud", 5, 40, seed=22)
+    v = first(events, HandMucked)
+    mucked: HandMucked = events[v - 1]  # type: ignore[assignment]
+    start = max(w for w in range(1, v) if isinstance(events[w - 1], HandStarted))
+    outsider = next(s.player for s in events[start - 1].seats if s.seat not in mucked.participants)
+    report = scan(public(events) + [Message("t", v, encode(mucked), outsider)], truth(events))
+    assert found(report) == {(FOLDED_CARD, v), (SECRET_FIELD, v)}
+    down = [c for c, s in down_cards(events[start - 1 : v]).items() if s == mucked.seat]
+    assert sum("a proof opens" in leak.what for leak in report.leaks) == len(down) > 0
+
+
+def test_R23_R32_a_folded_cards_proof_in_a_public_message_is_found_without_its_card() -> None:
+    events = hands("seven_card_stud", 5, 30, seed=14)
+    seat, fold, showdown = _fold_then_showdown(events)
+    hand_start = max(v for v, e in enumerate(events[:fold], start=1) if isinstance(e, HandStarted))
+    v = first(events, CardsDealt, after=hand_start)
+    dealt: CardsDealt = events[v - 1]  # type: ignore[assignment]
+    down = next(d for d in dealt.cards if d.seat == seat and not d.up)
+    public_copy = views.public(dealt)
+    leaked = msgspec.structs.replace(public_copy, cards=[
+        DealtCard(d.seat, None, False, down.proof) if d.seat == seat and not d.up else d for d in public_copy.cards])
+    report = scan(planted(public(events), v, leaked), truth(events))
+    assert found(report) == {(DOWN_CARD, v)}              # not folded yet at the deal: a down card
+    assert report.leaks[0].what == f"a proof opens seat {seat}'s card {down.card}"
+    later = showdown + 1                                   # after the fold: a folded card
+    hint = HandShown(seat=seat, cards=[], proofs=[down.proof])
+    report = scan(planted(public(events), later, hint), truth(events))
+    assert (FOLDED_CARD, later) in found(report)
+
+
+def test_R32_a_proof_of_a_burned_card_is_found() -> None:
+    events = hands("seven_card_stud", 3, 1, seed=23)
+    started: HandStarted = events[first(events, HandStarted) - 1]  # type: ignore[assignment]
+    v = first(events, CardsDealt, after=first(events, CardsDealt))        # street 1: it has a burn
+    dealt: CardsDealt = events[v - 1]  # type: ignore[assignment]
+    deck = CommittedDeck(bytes.fromhex(started.seed))
+    burned = deck.proof(parse(dealt.burned[0]))
+    up = dealt.cards[0]
+    leaked = msgspec.structs.replace(views.public(dealt), cards=[DealtCard(up.seat, up.card, True, burned)]
+                                     + views.public(dealt).cards[1:])
+    report = scan(planted(public(events), v, leaked), truth(events))
+    assert found(report) == {(UNSHOWN_PROOF, v)}
+    assert report.leaks[0].what == f"a proof opens {dealt.burned[0]} at place {burned.place}, a card it does not show"

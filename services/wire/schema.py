@@ -11,9 +11,11 @@ from pathlib import Path
 import msgspec
 
 from studroom.domain.events import TableEvent
+from studroom.domain.scenario import Output, Scenario
 from .protocol import Reply, Request
 
-SCHEMAS = {"events.json": TableEvent, "commands.json": Request, "reply.json": Reply}
+SCHEMAS = {"events.json": TableEvent, "commands.json": Request, "reply.json": Reply,
+           "scenario.json": Scenario, "scenario-output.json": Output}     # `studroom hand play`
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "docs" / "schema"
 

@@ -96,17 +96,21 @@ def test_records_built_and_deep_copied_from_interpreted_code_are_whole():
     the compiled rules, and a deep copy (the table's snapshots) is equal but separate."""
     import copy
 
-    from studroom.domain.deck import ListedDeck, SeededDeck
+    from studroom.domain.deck import CommittedDeck, ListedDeck
     from studroom.domain.hand import HandPlayer, HandState
     from studroom.domain.table import SeatState, _plain
 
     player = HandPlayer(3, "ann", 100)
     player.cards.append(7)
     records = [SeatState("ann", True), player, HandState(1, 0, [player]),
-               ListedDeck([1, 2, 3]), SeededDeck(b"seed")]
+               ListedDeck([1, 2, 3]), CommittedDeck(b"seed"), CommittedDeck(b"seed", [5, 3, 1])]
     for record in records:
         twin = copy.deepcopy(record)
         assert type(twin) is type(record) and twin is not record
         assert _plain(twin) == _plain(record)
-    assert SeededDeck(b"seed").cards(0, 5) == copy.deepcopy(SeededDeck(b"seed")).cards(0, 5)
+    deck = CommittedDeck(b"seed")
+    deck.root()                                   # worked out: the copy carries it along
+    twin = copy.deepcopy(deck)
+    assert twin.cards(0, 5) == deck.cards(0, 5) and twin.root() == deck.root()
+    assert twin.proof(deck.cards(0, 1)[0]) == deck.proof(deck.cards(0, 1)[0])
     assert copy.deepcopy(player).cards is not player.cards

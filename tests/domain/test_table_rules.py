@@ -6,18 +6,19 @@ from __future__ import annotations
 import hashlib
 import random
 
+import msgspec
 import pytest
 
 from studroom.domain import views
-from studroom.domain.cards import parse
+from studroom.domain.cards import parse, show_many
 from studroom.domain.commands import (
     Act, BuyIn, DealStreet, Leave, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
 )
 from studroom.domain.config import Stakes, TableConfig
-from studroom.domain.deck import commitment, deck_from_seed
+from studroom.domain.deck import seed_hash, seeded_order
 from studroom.domain.errors import DomainError
 from studroom.domain.events import (
-    AnteSkipped, CardsDealt, HandCancelled, HandEnded, HandMucked, HandStarted,
+    AntesCollected, AnteSkipped, CardsDealt, HandCancelled, HandEnded, HandMucked, HandStarted,
     LastCardsExposed, PlayerLeft, RoundStarted, TimedOut, TurnStarted,
 )
 from studroom.domain.games import GAMES
@@ -185,20 +186,48 @@ def test_R23_mucked_cards_are_kept_for_the_record_but_never_public():
     assert views.public(mucked).cards == []
 
 
-def test_R32_commitment_published_first_and_seed_revealed_last_recomputes_every_card():
+def test_R32_the_seed_is_committed_first_the_deck_before_the_first_card_and_the_seed_never_published():
     table = table_with(4)
     events = play_hand(table, random.Random(9))
-    started = next(e for e in events if isinstance(e, HandStarted))
-    ended = events[-1] if isinstance(events[-1], HandEnded) else last(events, HandEnded)
-    seed = bytes.fromhex(ended.seed)
-    assert started.commitment == commitment(seed) == hashlib.sha256(seed).hexdigest()
-    assert views.public(started).seed is None and views.public(started).deck == []
-    deck = deck_from_seed(seed)
+    started = events[0]
+    assert isinstance(started, HandStarted) and started.seed is not None
+    seed = bytes.fromhex(started.seed)
+    assert started.commitment == seed_hash(seed) == hashlib.sha256(seed).hexdigest()
+    committed = next(i for i, e in enumerate(events) if isinstance(e, AntesCollected))
+    first_card = next(i for i, e in enumerate(events) if isinstance(e, CardsDealt))
+    assert committed < first_card and len(events[committed].deck_root) == 64 and events[committed].deck_size == 52
+    public = b"".join(msgspec.json.encode(views.public(e)) for e in events)
+    assert started.seed.encode() not in public and isinstance(events[-1], HandEnded)
+    deck = seeded_order(seed)                        # no entropy: the key is the seed
     dealt = []
     for e in events:
         if isinstance(e, CardsDealt):
             dealt += [parse(b) for b in e.burned] + [parse(d.card) for d in e.cards]
     assert dealt == deck[: len(dealt)]               # every card came off that deck, in order
+
+
+def test_R32_a_players_entropy_is_published_with_his_ante_and_changes_the_deck():
+    decks = []
+    for entropy in (None, "01", "02"):
+        table = table_with(2, auto_ante=False)
+        table.execute(StartHand(seed=SEED))
+        table.execute(PostAnte(seat=0))
+        events = table.execute(PostAnte(seat=1, entropy=entropy))
+        posted = events[0]
+        assert posted.entropy == entropy and views.public(posted).entropy == entropy
+        decks.append(next(e for e in events if isinstance(e, CardsDealt)).cards)
+    assert decks[0] != decks[1] != decks[2] != decks[0]
+    assert [d.card for d in decks[0]] == [c for c in show_many(seeded_order(bytes.fromhex(SEED))[:6])]
+
+
+@pytest.mark.parametrize("entropy", ["", "0", "zz", "ab" * 33, "abc"])
+def test_R32_entropy_that_is_no_1_to_32_bytes_of_hex_is_refused(entropy):
+    table = table_with(2, auto_ante=False)
+    table.execute(StartHand(seed=SEED))
+    with pytest.raises(DomainError) as refused:
+        table.execute(PostAnte(seat=0, entropy=entropy))
+    assert refused.value.code == "bad_entropy"
+    assert not table.hand.players[0].posted
 
 
 def test_R33_public_views_never_carry_a_down_card():

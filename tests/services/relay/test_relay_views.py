@@ -33,6 +33,7 @@ from studroom.domain.events import (
     CardsDealt,
     HandCancelled,
     HandEnded,
+    HandMucked,
     HandShown,
     HandStarted,
     LastCardsExposed,
@@ -221,7 +222,8 @@ def test_R33_public_card_lists_hide_every_down_card(relayed: Relayed) -> None:
             assert decode_event(messages[0].payload).cards == []   # R23: never public
 
 
-def test_R32_seed_and_deck_are_public_only_from_hand_ended_on(relayed: Relayed) -> None:
+def test_R32_the_seed_is_never_published(relayed: Relayed) -> None:
+    """R32 as revised: not in any public or private message of its hand, nor after."""
     hands = 0
     for indices, _down, _cards in _hands(relayed):
         started = relayed.notes[indices[0]].event
@@ -229,16 +231,12 @@ def test_R32_seed_and_deck_are_public_only_from_hand_ended_on(relayed: Relayed) 
         assert started.deck == []         # a seeded deck is never listed: the seed fixes it
         seed = started.seed.encode()
         for i in indices:
-            payload = relayed.messages[i][0].payload
-            copy = decode_event(payload)
-            if isinstance(copy, HandEnded):
-                assert copy.seed == started.seed      # the reveal
-                hands += 1
-                break
-            assert seed not in payload
+            assert all(seed not in message.payload for message in relayed.messages[i])
+            copy = decode_event(relayed.messages[i][0].payload)
             if isinstance(copy, HandStarted):
                 assert copy.deck == [] and copy.seed is None
                 assert copy.commitment == started.commitment
+        hands += isinstance(relayed.notes[indices[-1]].event, HandEnded)
     assert hands > 250
 
 
@@ -250,6 +248,9 @@ def test_R33_each_private_copy_carries_exactly_its_owners_down_cards(relayed: Re
         if isinstance(event, HandStarted):
             seat_player[n.stream_id] = {s.seat: s.player for s in event.seats}
         private = messages[1:]
+        if isinstance(event, HandMucked):        # R23: to the showdown's participants
+            assert [m.msg_id for m in private] == [f"{STORE}:{n.id}:{s}" for s in sorted(event.participants)]
+            continue
         if not isinstance(event, CardsDealt):
             assert private == []
             continue
@@ -304,4 +305,4 @@ def test_mucked_hand_events_exist_and_stay_hidden(relayed: Relayed) -> None:
     for n, messages in mucked:
         assert n.event.cards
         assert all(f'"{c}"'.encode() not in messages[0].payload for c in n.event.cards)
-        assert len(messages) == 1
+        assert len(messages) == 1 + len(n.event.participants)     # R23: privately to the showdown's players

@@ -17,6 +17,7 @@ from studroom.domain.events import (
     AntePosted,
     AnteSkipped,
     AntesCollected,
+    CardProof,
     CardsDealt,
     ChipsBought,
     DealtCard,
@@ -43,6 +44,8 @@ from studroom.services.store.codec import MsgspecMapper, NullTranscoder
 
 CONFIG = TableConfig(game="seven_card_stud_hilo", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
 
+PROOF = CardProof(place=9, salt=bytes(range(16)), path=bytes(range(192)))   # R32: bytes travel too
+
 # One of each, with the optional fields set where they have any (defaults must survive too).
 SAMPLES: list[Any] = [
     TableOpened(table_id="t1", config=CONFIG, command_id="c-1"),
@@ -53,13 +56,13 @@ SAMPLES: list[Any] = [
     LeaveRequested(seat=3),
     HandStarted(hand_no=7, button=1, seats=[HandSeat(2, "ann", 1000), HandSeat(3, "bob", 800)],
                 commitment="ab" * 32, seed="cd" * 32),
-    AntePosted(seat=3, amount=4, all_in=True),
+    AntePosted(seat=3, amount=4, all_in=True, entropy="0f" * 32),
     AnteSkipped(seat=4),
     HandCancelled(hand_no=7, reason="fewer than two antes", refunds={2: 5}),
-    AntesCollected(seats=[2, 3]),
-    CardsDealt(street=4, cards=[DealtCard(2, "As", False), DealtCard(3, None, True)], community="Kd",
-               burned=["2c"], reshuffled=True, stub=["3c", "4c"]),
-    LastCardsExposed(exposed_seat=2, turned=[DealtCard(3, "9h", True)], skip_betting=True),
+    AntesCollected(seats=[2, 3], deck_root="ef" * 32, deck_size=52),
+    CardsDealt(street=4, cards=[DealtCard(2, "As", False, PROOF), DealtCard(3, None, True)], community="Kd",
+               community_proof=PROOF, burned=["2c"], reshuffled=True, stub=["3c", "4c"]),
+    LastCardsExposed(exposed_seat=2, turned=[DealtCard(3, "9h", True, PROOF)], skip_betting=True),
     RoundStarted(street=0, opener=3, first=2, bring_in=True, door_card="2c", open_pair=True),
     TurnStarted(turn=12, seat=None, kind="ante", deadline_ms=1_700_000_000_000, to_call=10,
                 options=["call", "fold"]),
@@ -68,11 +71,10 @@ SAMPLES: list[Any] = [
     Announced(seat=2, kind="pair", rank="A", draws=["flush"], en="pair of aces", de="Paar Asse"),
     RoundEnded(street=4, returned_seat=2, returned=20),
     ShowdownStarted(order=[3, 2]),
-    HandShown(seat=2, cards=["As", "Ad", "Kc"], high="pair of aces", low="8-7-5-4-2"),
-    HandMucked(seat=3, cards=["2c", "7d"]),
+    HandShown(seat=2, cards=["As", "Ad", "Kc"], high="pair of aces", low="8-7-5-4-2", proofs=[PROOF] * 3),
+    HandMucked(seat=3, cards=["2c", "7d"], proofs=[PROOF] * 2, participants=[2, 3]),
     PotAwarded(pot=0, amount=200, rake=5, eligible=[2, 3], high={2: 98}, low={3: 97}),
-    HandEnded(hand_no=7, ended_on="showdown", stacks={2: 1100, 3: 700}, net={2: 100, 3: -100}, rake=5,
-              seed="cd" * 32, deck=["As"]),
+    HandEnded(hand_no=7, ended_on="showdown", stacks={2: 1100, 3: 700}, net={2: 100, 3: -100}, rake=5),
 ]
 
 
