@@ -138,7 +138,7 @@ class Projector:
     def _store(self, store_name: str) -> Any:
         store = self._stores.get(store_name)
         if store is None:
-            (store,) = open_stores(self.database_url, [store_name])
+            (store,) = open_stores(self.database_url, [store_name], create=False)
             self._stores[store_name] = store
         return store
 

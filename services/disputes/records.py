@@ -67,7 +67,8 @@ def database(settings: Settings) -> Iterator[str]:
 
 
 def _stores(database_url: str, prefix: str) -> list[Any]:
-    return open_stores(database_url, [store_schema(i, prefix) for i in stores_found(database_url, prefix)])
+    schemas = [store_schema(i, prefix) for i in stores_found(database_url, prefix)]
+    return open_stores(database_url, schemas, create=False)
 
 
 def table_stream(database_url: str, table_id: str, prefix: str = STORE_SCHEMA_PREFIX) -> list[Event]:

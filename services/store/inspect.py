@@ -48,9 +48,12 @@ def store_layout_problem(database_url: str, stores: int) -> str | None:
             f"written with (store schemas found: {', '.join(store_schema(i) for i in found)})")
 
 
-def open_stores(database_url: str, schemas: Sequence[str]) -> list[Any]:
+def open_stores(database_url: str, schemas: Sequence[str], *, create: bool = True) -> list[Any]:
+    """The stores in ``schemas`` (made if missing, unless ``create`` is False: readers
+    of existing stores change nothing, not even the append function)."""
     register_event_types(TableEvent)
-    return [PostgresEventStore(database_url, schema=s, pool_size=2, max_overflow=2) for s in schemas]
+    return [PostgresEventStore(database_url, schema=s, pool_size=2, max_overflow=2, create_table=create)
+            for s in schemas]
 
 
 def stream_ids(store: Any) -> list[str]:
