@@ -44,36 +44,54 @@ BENCHMARKS = {
 }
 
 
+class _BadInput(Exception):
+    """A file the hand commands cannot read: one line on stderr, exit code 2."""
+
+
+def _read_json(path: str) -> object:
+    try:
+        if path == "-":
+            return json.load(sys.stdin)
+        with open(path, encoding="utf-8") as source:
+            return json.load(source)
+    except OSError as e:
+        raise _BadInput(f"cannot read {path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise _BadInput(f"{path} is not JSON: {e}") from None
+
+
+def _input_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except _BadInput as e:
+            print(f"studroom hand {args.hand}: {e}", file=sys.stderr)
+            return 2
+    return run
+
+
 def _hand_play(args: argparse.Namespace) -> int:
     from studroom.domain.scenario import play
 
-    source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
-    with source:
-        try:
-            scenario = json.load(source)
-        except json.JSONDecodeError as e:
-            out = {"error": {"code": "bad_json", "message": str(e), "action_index": None}}
-            print(json.dumps(out))
-            return 2
-    out = play(scenario)
+    out = play(_read_json(args.file))
     print(json.dumps(out, indent=None if args.compact else 2))
     return 2 if "error" in out else 0
 
 
 def _hand_audit(args: argparse.Namespace) -> int:
-    """R32: prove a hand's deck from its events (a JSON list, or a `hand play` output)."""
+    """R32: check every hand of a stream (audit.stream says which files): 1 if any finding."""
     import msgspec
 
-    from studroom.domain.audit import audit_hand
-    from studroom.domain.events import TableEvent
+    from studroom.domain.audit import audit, stream
 
-    source = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
-    with source:
-        data = json.load(source)
-    events = msgspec.convert(data["events"] if isinstance(data, dict) else data, list[TableEvent], strict=False)
-    audit = audit_hand(events)
-    print(json.dumps(msgspec.to_builtins(audit), indent=2))
-    return 0 if audit.fair else 1
+    try:
+        audits = audit(stream(_read_json(args.file)))
+    except ValueError as e:
+        raise _BadInput(f"{args.file} holds no table events: {e}") from None
+    if not audits:
+        raise _BadInput(f"{args.file} holds no hand (no HandStarted)")
+    print(json.dumps(msgspec.to_builtins(audits), indent=2))
+    return 0 if all(a.fair for a in audits) else 1
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -103,10 +121,11 @@ def _add_hand_commands(commands: argparse._SubParsersAction) -> None:
     play = hand.add_parser("play", help="play one scripted hand and print its outcome as JSON")
     play.add_argument("file", help="scenario JSON file, or - for stdin")
     play.add_argument("--compact", action="store_true", help="one line of JSON")
-    play.set_defaults(run=_hand_play)
-    audit = hand.add_parser("audit", help="prove a hand's cards from its revealed seed (R32)")
-    audit.add_argument("file", help="the hand's events as JSON, or - for stdin")
-    audit.set_defaults(run=_hand_audit)
+    play.set_defaults(run=_input_errors(_hand_play))
+    audit = hand.add_parser("audit", help="check the deck commitment and every card proof of each hand (R32)")
+    audit.add_argument("file", help="a table's events, a `hand play` output or a player's messages as JSON, "
+                                    "or - for stdin")
+    audit.set_defaults(run=_input_errors(_hand_audit))
 
 
 def _add_room_command(commands: argparse._SubParsersAction) -> None:
