@@ -23,7 +23,9 @@ from secrecy import Message, Truth, scan
 from studroom.domain import simulate, views
 from studroom.domain.commands import BuyIn, Leave, OpenTable, SitDown
 from studroom.domain.config import TableConfig
-from studroom.domain.events import CardsDealt, Event, HandStarted, PlayerLeft, PlayerSatDown, TableEvent
+from studroom.domain.events import (
+    CardsDealt, Event, HandMucked, HandStarted, PlayerLeft, PlayerSatDown, TableEvent,
+)
 from studroom.domain.table import Table
 from studroom.services.relay.bootstrap import serve_relay
 from studroom.services.relay.config import RelayConfig
@@ -179,11 +181,13 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
                 for seat in views.owners_of_private_cards(event):
                     subject = subjects.private_events(players[seat], table_id)
                     expected_private[subject].append((str(version), encode(views.private(event, seat))))
-                    assert isinstance(event, CardsDealt)
-                    owner_cards[subject] |= {d.card for d in event.cards if d.seat == seat and not d.up}
+                    if isinstance(event, CardsDealt):     # (else a muck, to the showdown's players: R23)
+                        owner_cards[subject] |= {d.card for d in event.cards if d.seat == seat and not d.up}
     assert total == writer.written
     secrecy = scan([Message(m.subject.rsplit(".", 1)[-1], int(m.headers["Studroom-Version"]), bytes(m.data))
-                    for m in public], truth)
+                    for m in public]
+                   + [Message(m.subject.rsplit(".", 1)[-1], int(m.headers["Studroom-Version"]), bytes(m.data),
+                              m.subject.split(".")[2]) for m in private], truth)
     assert not secrecy.leaks and secrecy.hands, str(secrecy)
 
     ids = [m.headers["Nats-Msg-Id"] for m in public + private]
@@ -204,6 +208,8 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
     for m in private:
         got_private[m.subject].append((m.headers["Studroom-Version"], bytes(m.data)))
         copy = decode_event(m.data)
+        if isinstance(copy, HandMucked):                  # R23: to a participant of its showdown
+            continue
         assert isinstance(copy, CardsDealt)
         shown = {d.card for d in copy.cards if not d.up and d.card is not None}
         assert shown and shown <= owner_cards[m.subject], f"{m.subject} got someone else's card"
