@@ -89,7 +89,7 @@ class HandState(Record):
         self._clockwise: dict[int, tuple[HandPlayer, ...]] | None = None
         self.set_order([p.seat for p in players])
         self.committed = CommittedDeck(b"", [])   # the hand's deck and its commitment (R32)
-        self.deck: Deck = self.committed   # dealt from, top first (R17: then the stub); ``pos`` is the next card's place
+        self.deck: Deck = self.committed   # dealt from, top first (R17: the stub); ``pos``: the next card's place
         self.pos = 0
         self.consumed = 0              # cards taken from the 52 (dealt and burned)
         self.burns: list[int] = []     # burned cards still set aside (R17 may reshuffle them)

@@ -728,7 +728,7 @@ def _entropy(text: str | None) -> str | None:
     if text is None:
         return None
     try:
-        value = bytes.fromhex(text) if isinstance(text, str) else b""
+        value = bytes.fromhex(text)
     except ValueError:
         value = b""
     if not 0 < len(value) <= MAX_ENTROPY_BYTES:
