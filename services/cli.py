@@ -22,6 +22,7 @@ SERVICES = {
     "timer": "studroom.services.timer.bootstrap",
     "bot": "studroom.services.players.bootstrap",
     "cashier": "studroom.services.cashier.bootstrap",
+    "lobby": "studroom.projections.lobby.bootstrap",
     "history": "studroom.projections.history.bootstrap",
 }
 
@@ -29,6 +30,7 @@ SERVICES = {
 TOOLS: dict[str, str] = {
     "auth": "studroom.services.auth.cli",
     "cashier": "studroom.services.cashier.tools",
+    "lobby": "studroom.projections.lobby.commands",
     "history": "studroom.projections.history.cli",
     "disputes": "studroom.services.disputes.cli",
 }

@@ -12,17 +12,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from studroom.projections.lobby.jetstream import LOBBY_BUCKET
+
 from ..relay.dead_letters import DEAD_LETTER_BUCKET
 from ..table.partitions import LEASE_BUCKET
 from ..wire import subjects
 
-SERVICES = ("table", "relay", "timer", "projections", "cashier", "history")
+SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history")
 
 
 @dataclass(frozen=True)
 class Powers:
     publish: list[str]
     subscribe: list[str]
+
+
+# Anyone may ask the lobby and follow its bucket's writes (a live lobby without JetStream).
+_LOBBY_ASK = (subjects.lobby_query(),)
+_LOBBY_READ = (subjects.lobby_changes(LOBBY_BUCKET),)
 
 
 def _inbox(role: str, name: str) -> str:
@@ -32,24 +39,26 @@ def _inbox(role: str, name: str) -> str:
 def player(name: str) -> Powers:
     """Commands and cashier requests for himself; public events; his own private events and inbox."""
     return Powers(
-        publish=[subjects.commands_as("player", name), subjects.cashier_requests("player", name),
+        publish=[subjects.commands_as("player", name), subjects.cashier_requests("player", name), *_LOBBY_ASK,
                  subjects.history_requests("player", name)],
-        subscribe=[subjects.all_public_events(), subjects.player_private_events(name), _inbox("player", name)],
+        subscribe=[subjects.all_public_events(), subjects.player_private_events(name), _inbox("player", name),
+                   *_LOBBY_READ],
     )
 
 
 def operator(name: str) -> Powers:
     """Operator commands (tables, live-dealer input) and cashier requests; public events; his inbox."""
     return Powers(
-        publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name),
+        publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name), *_LOBBY_ASK,
                  subjects.history_requests("operator", name)],
-        subscribe=[subjects.all_public_events(), _inbox("operator", name)],
+        subscribe=[subjects.all_public_events(), _inbox("operator", name), *_LOBBY_READ],
     )
 
 
-def spectator() -> Powers:
-    """Public events only; may send nothing."""
-    return Powers(publish=[], subscribe=[subjects.all_public_events()])
+def spectator(name: str) -> Powers:
+    """Public events and the lobby only; may send no command."""
+    return Powers(publish=[*_LOBBY_ASK], subscribe=[subjects.all_public_events(), _inbox("spectator", name),
+                                                    *_LOBBY_READ])
 
 
 def service(name: str) -> Powers:
@@ -69,12 +78,14 @@ def service(name: str) -> Powers:
         )
     if name == "timer":
         return Powers(
-            publish=["$JS.>", f"$KV.{subjects.TIMEOUTS_BUCKET}.>", f"{subjects.PREFIX}.timer.>",
-                     subjects.commands_as("service", "timer")],
+            publish=["$JS.>", f"{subjects.PREFIX}.timer.>", subjects.commands_as("service", "timer")],
             subscribe=[own_inbox],
         )
     if name == "projections":
         return Powers(publish=["$JS.>", "$KV.>"], subscribe=[own_inbox])
+    if name == "lobby":
+        return Powers(publish=["_INBOX.>", "$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby")],
+                      subscribe=[subjects.lobby_query(), own_inbox])
     if name == "history":
         return Powers(publish=["_INBOX.>"], subscribe=[subjects.all_history_requests(), own_inbox])
     if name == "cashier":
@@ -91,5 +102,5 @@ def of(role: str, name: str) -> Powers:
     if role == "service":
         return service(name)
     if role == "spectator":
-        return spectator()
+        return spectator(name)
     raise ValueError(f"no role {role!r}")

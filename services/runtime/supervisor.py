@@ -52,6 +52,7 @@ class Services:
     stores: int
     timers: bool = False
     cashier: bool = True
+    lobby: bool = True
     history: bool = True
     name: str = "room"
     schema_prefix: str | None = None
@@ -80,6 +81,9 @@ class Services:
                                                     "WARNING"]))
         if self.cashier:
             commands.append((f"{self.name}-cashier", [*SERVE, "cashier", *self._cashier_args()]))
+        if self.lobby:
+            commands.append((f"{self.name}-lobby", [*SERVE, "lobby", "--instance-id", f"{self.name}-lobby",
+                                                    "--log-level", "WARNING"]))
         if self.history:
             own = ["--store-prefix", self.schema_prefix, "--schema", f"{self.schema_prefix}history"] \
                 if self.schema_prefix else []

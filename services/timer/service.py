@@ -4,8 +4,7 @@
 
 A NATS client with the credentials of the service "timer".  It reads the relay's
 public events: each ``TurnStarted`` becomes ONE JetStream message schedule for its
-table (the next turn's replaces it), each ``TimedOut`` is counted for the lobby
-(``timeout_counts.py``).  When a schedule fires, the service sends ``Timeout(turn,
+table (the next turn's replaces it).  When a schedule fires, the service sends ``Timeout(turn,
 seat)`` to the table as the service "timer" (no clock in it: the table dates it) and
 acks after the table's reply; a busy or unreachable table gets the message again
 later.  Why schedules, the guarantees and the lateness: see docs/design/timer.md.
@@ -34,18 +33,16 @@ from .streams import (
     FIRES_CONSUMER,
     TURNS_CONSUMER,
     ensure_consumer,
-    ensure_timeouts_bucket,
     ensure_timer_stream,
     fires_consumer_config,
     turns_consumer_config,
     wait_for_stream,
 )
-from .timeout_counts import count_timeout
 
 log = logging.getLogger("studroom.timer")
 
 EVENT_HEADER: Final = "Studroom-Event"       # the relay names each public event's type
-WANTED_EVENTS: Final = frozenset({"TurnStarted", "TimedOut"})
+WANTED_EVENT: Final = "TurnStarted"
 SENDER: Final = "timer"                      # the service identity timeouts come from
 OK: Final = "ok"                             # the outcome of a Timeout the table carried out
 # The turn this timer was set for is over (answered, or its hand ended): drop the timer.
@@ -66,7 +63,6 @@ class _Head(msgspec.Struct, frozen=True):
     seat: int | None = None
     kind: str | None = None
     deadline_ms: int | None = None
-    outcome: str | None = None
 
 
 _head_decoder = msgspec.json.Decoder(_Head)
@@ -84,7 +80,6 @@ class TimerStats:
     stale: int = 0               # stale_timeout: the player acted in time (R20)
     duplicate: int = 0           # duplicate_command: another instance's id was higher (retried)
     retried: int = 0             # nak'ed for redelivery (no reply, conflict, ...)
-    timeouts_counted: int = 0    # TimedOut events counted in the KV bucket
     errors: dict[str, int] = field(default_factory=dict)
     # fire lateness, ms: server's fire stamp - deadline; reply received - deadline
     fire_lateness_ms: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
@@ -97,8 +92,7 @@ class TimerStats:
         errors = ", ".join(f"{k}={v}" for k, v in sorted(self.errors.items())) or "none"
         return (f"turns={self.turns_seen} scheduled={self.scheduled} superseded={self.superseded} "
                 f"fired={self.fired} timed_out={self.timed_out} stale={self.stale} "
-                f"duplicate={self.duplicate} retried={self.retried} "
-                f"timeouts_counted={self.timeouts_counted} errors: {errors}")
+                f"duplicate={self.duplicate} retried={self.retried} errors: {errors}")
 
 
 def table_client(nc: Any, retry_for: float = 2.0) -> Any:
@@ -134,18 +128,16 @@ class TimerService:
         self.replicas = replicas
         self.stats = stats if stats is not None else TimerStats()
         self.on_fire_done = on_fire_done     # (payload, outcome, fire stamp): benchmarks
-        self.kv: Any = None
         self._locks: dict[str, asyncio.Lock] = {}
         self.loops: list[PullLoop] = []
 
     # -- setup
 
     async def setup(self, stop: asyncio.Event | None = None, *, wait_public: bool = True) -> bool:
-        """Declare the stream, consumers and bucket; False if ``stop`` came while waiting
+        """Declare the stream and the consumers; False if ``stop`` came while waiting
         for the relay's public stream."""
         await ensure_timer_stream(self.js, self.replicas)
         await ensure_consumer(self.js, subjects.TIMER_STREAM, fires_consumer_config())
-        self.kv = await ensure_timeouts_bucket(self.js, self.replicas)
         if wait_public:
             if not await wait_for_stream(self.js, subjects.PUBLIC_STREAM, stop):
                 return False
@@ -179,7 +171,7 @@ class TimerService:
 
     async def _on_public(self, msg: Any) -> None:
         kind = msg.headers.get(EVENT_HEADER) if msg.headers else None
-        if kind is not None and kind not in WANTED_EVENTS:
+        if kind is not None and kind != WANTED_EVENT:
             await msg.ack()
             return
         try:
@@ -189,7 +181,7 @@ class TimerService:
             log.warning("undecodable public message on %s: skipped", msg.subject)
             await msg.ack()
             return
-        if head.type not in WANTED_EVENTS:
+        if head.type != WANTED_EVENT:
             await msg.ack()
             return
         table_id = msg.subject.rsplit(".", 1)[1]
@@ -198,10 +190,7 @@ class TimerService:
             lock = self._locks[table_id] = asyncio.Lock()
         try:
             async with lock:
-                if head.type == "TurnStarted":
-                    await self._schedule(table_id, head)
-                else:
-                    await self._count_timeout(table_id, head, stamp_ms(msg))
+                await self._schedule(table_id, head)
         except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
             log.info("%s %s of %s not handled (%r): redelivery", head.type, head.turn, table_id, e)
             await self._retry_later(msg)
@@ -245,14 +234,6 @@ class TimerService:
             self.stats.scheduled += 1
             return
         raise nats.errors.TimeoutError  # pragma: no cover (ten lost races: retry later)
-
-    async def _count_timeout(self, table_id: str, head: _Head, stamp: int | None) -> None:
-        """Add a ``TimedOut`` to the table's record in the ``studroom_timeouts`` bucket."""
-        if head.turn is None:
-            return
-        when = stamp if stamp is not None else now_ms()
-        if await count_timeout(self.kv, table_id, head.turn, head.seat, head.outcome, when):
-            self.stats.timeouts_counted += 1
 
     # -- fired timers
 

@@ -1,6 +1,6 @@
 """What the timer service declares in JetStream, created idempotently by whichever
-instance starts first (and again when deleted): the stream ``STUDROOM_TIMERS``, the two
-durable pull consumers every instance shares, the KV bucket ``studroom_timeouts``.
+instance starts first (and again when deleted): the stream ``STUDROOM_TIMERS`` and the
+two durable pull consumers every instance shares.
 See docs/design/timer.md.
 """
 
@@ -14,7 +14,6 @@ import nats.errors
 import nats.js.errors
 from nats.js.api import (
     ConsumerConfig,
-    KeyValueConfig,
     RetentionPolicy,
     StorageType,
     StreamConfig,
@@ -25,7 +24,7 @@ from ..wire.pull import shared_consumer
 
 log = logging.getLogger("studroom.timer")
 
-TURNS_CONSUMER = "studroom_timer"            # on STUDROOM_PUBLIC: TurnStarted, TimedOut
+TURNS_CONSUMER = "studroom_timer"            # on STUDROOM_PUBLIC: TurnStarted
 FIRES_CONSUMER = "studroom_timer_fire"       # on STUDROOM_TIMERS: fired timers
 
 
@@ -63,26 +62,12 @@ async def ensure_consumer(js: Any, stream: str, config: ConsumerConfig) -> None:
 
 def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:
     return shared_consumer(TURNS_CONSUMER, subjects.all_public_events(), ack_wait,
-                           "studroom timer service: TurnStarted -> schedules, TimedOut -> lobby counts")
+                           "studroom timer service: TurnStarted -> schedules")
 
 
 def fires_consumer_config(ack_wait: float = 10.0) -> ConsumerConfig:
     return shared_consumer(FIRES_CONSUMER, subjects.all_timer_fires(), ack_wait,
                            "studroom timer service: fired turn timers -> Timeout commands")
-
-
-async def ensure_timeouts_bucket(js: Any, replicas: int = 1) -> Any:
-    """The KV bucket of the per-table timeout counts (services/timer/timeout_counts.py)."""
-    try:
-        return await js.key_value(subjects.TIMEOUTS_BUCKET)
-    except nats.js.errors.BucketNotFoundError:
-        pass
-    try:
-        return await js.create_key_value(KeyValueConfig(
-            bucket=subjects.TIMEOUTS_BUCKET, history=1, replicas=replicas,
-            description="studroom: recent timeouts per table (timer service)"))
-    except nats.js.errors.BadRequestError:
-        return await js.key_value(subjects.TIMEOUTS_BUCKET)   # another instance won
 
 
 async def wait_for_stream(js: Any, stream: str, stop: asyncio.Event | None, poll: float = 0.5) -> bool:

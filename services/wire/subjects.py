@@ -35,8 +35,11 @@ Timers (JetStream stream ``STUDROOM_TIMERS``, written only by the timer service)
     ``studroom.timer.sched.<table_id>``    the table's one pending timer (a message
                                            schedule: ``Nats-Schedule: @at <time>``)
     ``studroom.timer.fire.<table_id>``     where the server publishes it when due
-                                           (KV bucket ``studroom_timeouts`` counts each
-                                           table's recent timeouts for the lobby)
+
+The lobby (KV bucket ``studroom_lobby``, written only by the lobby service)
+    ``studroom.lobby.query``               request/reply: the lobby's tables (anyone)
+    ``$KV.studroom_lobby.<table_id>``      every write of a table's entry (anyone may
+                                           subscribe: a live lobby without JetStream)
 
 Ids used in subjects are names (studroom.domain.names): 1..64 letters, digits, ``_``
 and ``-``.
@@ -196,7 +199,6 @@ def relay_nudge(store: str) -> str:
 # The timer service (services/timer_service.py)
 
 TIMER_STREAM = "STUDROOM_TIMERS"      # JetStream, message schedules on, work-queue retention
-TIMEOUTS_BUCKET = "studroom_timeouts" # JetStream KV: per table, its recent timeouts (lobby)
 
 
 def timer_schedule(table_id: str) -> str:
@@ -216,3 +218,16 @@ def all_timer_schedules() -> str:
 
 def all_timer_fires() -> str:
     return f"{PREFIX}.timer.fire.*"
+
+
+# The lobby (projections/lobby/; its bucket's name: projections/lobby/jetstream.py)
+
+
+def lobby_query() -> str:
+    """Where anyone asks the lobby (request/reply, answered by one lobby instance)."""
+    return f"{PREFIX}.lobby.query"
+
+
+def lobby_changes(bucket: str) -> str:
+    """Every write of the lobby's bucket, as core NATS messages (its KV subjects)."""
+    return f"$KV.{bucket}.>"

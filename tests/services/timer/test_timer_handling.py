@@ -267,25 +267,12 @@ def test_a_nats_failure_while_scheduling_leaves_the_event_for_redelivery() -> No
     assert not service._locks                        # no lock left behind
 
 
-def test_a_timed_out_event_is_counted_for_the_lobby() -> None:
-    counted: list[tuple[str, bytes]] = []
-
-    class Bucket:
-        async def get(self, key: str) -> Any:
-            raise nats.js.errors.KeyNotFoundError
-
-        async def create(self, key: str, value: bytes) -> None:
-            counted.append((key, value))
-
-    service = _service()
-    service.kv = Bucket()
+def test_a_timed_out_event_is_acked_and_left_to_the_lobby() -> None:
+    js = FakeJetStream()
+    service = _service(js=js)
     msg = _public(TimedOut(seat=1, turn=5, outcome="fold"))
     asyncio.run(service._on_public(msg))
-    assert msg.acked and service.stats.timeouts_counted == 1
-    [(key, value)] = counted
-    assert key == "t1"
-    assert msgspec.json.decode(value)["recent"] == [
-        {"turn": 5, "seat": 1, "outcome": "fold", "ms": DEADLINE_MS + 100}]
+    assert msg.acked and not js.published and not service.stats.errors
 
 
 def test_the_timer_sends_as_the_service_timer_on_its_own_command_subject() -> None:

@@ -25,7 +25,6 @@ spectator sees them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
@@ -283,41 +282,6 @@ def test_R20_a_late_timeout_after_the_player_acted_is_refused_stale_and_changes_
         exactly_one_timeout_per_sleeper_turn(table_id, events)
         chips_conserved(table_id, events)
         assert not stats.errors, stats.line()
-
-    asyncio.run(watched(stack, main(), [table_id]))
-
-
-@pytest.mark.timeout(30)
-def test_timeouts_are_counted_per_table_in_the_kv_bucket(stack: Stack) -> None:
-    """The lobby's view: every TimedOut of a table counted once in studroom_timeouts."""
-    table_id = f"tmc{uuid.uuid4().hex[:6]}"
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        timer = await run_timer(stack, stop, "it-count")
-        lobby = await stack.connect_as("service", "projections")
-        drivers = Drivers(stack, players=2)
-        try:
-            await drivers.open(table_id, config())
-            await drivers.wait_ended([table_id], timeout=25)
-            n = sum(isinstance(e, TimedOut) for e in stack.events(table_id))
-            kv = await lobby.jetstream().key_value(subjects.TIMEOUTS_BUCKET)
-            value: dict[str, Any] = {}
-            for _ in range(40):
-                with contextlib.suppress(Exception):
-                    value = msgspec.json.decode((await kv.get(table_id)).value)
-                if value.get("timeouts") == n:
-                    break
-                await asyncio.sleep(0.05)
-            assert n >= 1 and value.get("timeouts") == n, (n, value)
-            assert [r["turn"] for r in value["recent"]] == sorted(
-                e.turn for e in stack.events(table_id) if isinstance(e, TimedOut))
-            assert value["last_ms"] > 0
-        finally:
-            stop.set()
-            await timer
-            await drivers.close()
-            await lobby.drain()
 
     asyncio.run(watched(stack, main(), [table_id]))
 

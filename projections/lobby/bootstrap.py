@@ -1,0 +1,89 @@
+"""The lobby's composition root: ``studroom serve lobby``.
+
+Connects to NATS as the service "lobby" (``STUDROOM_NATS_CREDS``; an embedded server
+in operator mode, with the room's credentials, when ``STUDROOM_NATS_URL`` is unset),
+declares the bucket and the consumer, and runs one
+:class:`~studroom.projections.lobby.service.LobbyService` until stopped.  Light to
+import: the CLI reads ``HELP`` and ``add_arguments`` of every process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from studroom.domain.names import NAME_RULE, is_name
+from studroom.services.runtime.settings import Settings
+
+if TYPE_CHECKING:
+    from .service import LobbyService, LobbyStats
+
+HELP = "the lobby: every table's public picture in KV bucket studroom_lobby, answered by request"
+
+log = logging.getLogger("studroom.lobby")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--instance-id", default=None,
+                        help="names its consumer of the public stream, kept across restarts; each instance "
+                             "needs its own (default: the host name)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="replicas of the lobby's bucket when created (production: 3)")
+
+
+async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    if args.instance_id is not None and not is_name(args.instance_id):
+        raise SystemExit(f"--instance-id: {NAME_RULE}")
+    await serve_lobby(settings, instance_id=args.instance_id, replicas=args.replicas, stop=stop)
+
+
+async def serve_lobby(settings: Settings, *, instance_id: str | None = None, replicas: int = 1,
+                      stop: asyncio.Event | None = None, stats: LobbyStats | None = None) -> LobbyStats:
+    """Run one lobby instance until ``stop`` is set (forever if None); its counters."""
+    from studroom.services.runtime import process
+    from studroom.services.runtime.credentials import credentials, masked_url
+    from studroom.services.runtime.embedded_nats import EmbeddedNats
+
+    from .service import SENDER, LobbyService, LobbyStats, default_instance_id
+
+    stop = stop if stop is not None else asyncio.Event()
+    stats = stats if stats is not None else LobbyStats()
+    instance_id = instance_id or default_instance_id()
+    service: LobbyService | None = None
+
+    async def reconnected() -> None:
+        if service is not None:
+            service.reconnected()
+
+    with contextlib.ExitStack() as servers:
+        url = settings.nats_url or servers.enter_context(EmbeddedNats(settings.data_dir)).url
+        nc = await process.connect(url, f"studroom-lobby-{instance_id}", reconnect_time_wait=0.25,
+                                   creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
+        try:
+            service = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
+            log.info("lobby %s: NATS %s", instance_id, masked_url(url))
+            if await _set_up(service, stop):
+                await service.run(stop)
+            log.info("lobby %s stops: %s", instance_id, stats.line())
+        finally:
+            with contextlib.suppress(Exception):
+                await nc.drain()
+    return stats
+
+
+async def _set_up(service: LobbyService, stop: asyncio.Event) -> bool:
+    """The bucket and the consumer, again after a NATS error; False if ``stop`` came first."""
+    import nats.errors
+    import nats.js.errors
+
+    while not stop.is_set():
+        try:
+            if await service.setup(stop):
+                return True
+        except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
+            log.info("set-up failed (%r): trying again", e)
+            await asyncio.sleep(0.5)
+    return False

@@ -1,0 +1,55 @@
+"""What the lobby declares in JetStream, idempotently: the KV bucket
+``studroom_lobby`` (whichever instance starts first) and each instance's durable
+consumer of the public stream.
+
+Every instance reads every public event, in stream order, through a consumer of its
+own (``studroom_lobby_<instance id>``), so a table's events reach each instance in
+order and never split between instances; the bucket's compare-and-set makes each
+event count once whichever instance writes it first (docs/design/lobby.md, "Several
+instances").  An instance that is gone for good leaves its consumer to the server,
+which deletes it after ``UNUSED_FOR`` without a client.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Final
+
+import nats.js.errors
+from nats.js.api import ConsumerConfig, KeyValueConfig, StorageType
+from studroom.services.wire import subjects
+from studroom.services.wire.pull import shared_consumer
+
+LOBBY_BUCKET: Final = "studroom_lobby"       # key = table id, value = a LobbyEntry (entry.py)
+CONSUMER_PREFIX: Final = "studroom_lobby_"   # + instance id: its consumer of STUDROOM_PUBLIC
+UNUSED_FOR: Final = 7 * 24 * 3600.0          # seconds: the public stream's retention (relay)
+
+
+def consumer_name(instance_id: str) -> str:
+    return CONSUMER_PREFIX + subjects.check_name(instance_id)
+
+
+def consumer_config(instance_id: str, ack_wait: float = 10.0) -> ConsumerConfig:
+    """The instance's durable pull consumer of every public event: each message comes
+    to it in stream order, and again until it is acknowledged; the server deletes it
+    after ``UNUSED_FOR`` without a client."""
+    config = shared_consumer(consumer_name(instance_id), subjects.all_public_events(), ack_wait,
+                             "studroom lobby: public events -> KV bucket studroom_lobby")
+    return dataclasses.replace(config, inactive_threshold=UNUSED_FOR)
+
+
+def bucket_config(replicas: int = 1) -> KeyValueConfig:
+    return KeyValueConfig(bucket=LOBBY_BUCKET, history=1, replicas=replicas, storage=StorageType.FILE,
+                          direct=True, description="studroom lobby: every table's public picture")
+
+
+async def ensure_bucket(js: Any, replicas: int = 1) -> Any:
+    """The lobby's bucket, created if missing (by this or another instance)."""
+    try:
+        return await js.key_value(LOBBY_BUCKET)
+    except nats.js.errors.BucketNotFoundError:
+        pass
+    try:
+        return await js.create_key_value(bucket_config(replicas))
+    except nats.js.errors.BadRequestError:
+        return await js.key_value(LOBBY_BUCKET)       # another instance won

@@ -1,0 +1,148 @@
+"""The lobby service: the public stream into KV bucket ``studroom_lobby``, and the
+answers on ``studroom.lobby.query``.
+
+    studroom serve lobby [--instance-id ID]
+
+A NATS client with the credentials of the service "lobby".  It pulls every public
+event from its own durable consumer (named after its instance id) and hands it to its
+table's lane (:mod:`.lanes`: in order, exactly once, compare-and-set); it watches the
+bucket (:mod:`.mirror`) and answers queries from it (:mod:`.queries`).  Several
+instances may run, each with its own instance id: each event counts once, whichever
+writes it first, and each query is answered by one of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from studroom.domain.views import TableView
+from studroom.services.players.client import TableClient
+from studroom.services.timer.streams import ensure_consumer, wait_for_stream
+from studroom.services.wire import subjects
+from studroom.services.wire.pull import PullLoop, stamp_ms
+
+from .jetstream import consumer_config, consumer_name, ensure_bucket
+from .lanes import Lanes, LaneStats, item_of
+from .mirror import Mirror
+from .queries import answer
+
+log = logging.getLogger("studroom.lobby")
+
+SENDER: Final = "lobby"                 # the service identity (it asks tables for their view)
+QUEUE: Final = "studroom_lobby"         # the query subscribers' queue group
+
+
+@dataclass
+class LobbyStats:
+    lanes: LaneStats = field(default_factory=LaneStats)
+    bad: int = 0                 # public messages without a version: acknowledged, skipped
+    queries: int = 0
+
+    def line(self) -> str:
+        s = self.lanes
+        return (f"applied={s.applied} seen={s.seen} waited={s.waited} writes={s.writes} "
+                f"conflicts={s.conflicts} resyncs={s.resyncs} failed={s.failed} bad={self.bad} "
+                f"queries={self.queries}")
+
+
+def default_instance_id() -> str:
+    """The host's name as a name (an instance keeps its consumer across restarts; a
+    second instance on the same host needs an ``--instance-id`` of its own)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:48] or "lobby"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LobbyService:
+    """One instance: the pull loop, the lanes, the bucket's mirror, the query answers."""
+
+    def __init__(self, nc: Any, *, instance_id: str | None = None, replicas: int = 1,
+                 max_inflight: int = 4096, stats: LobbyStats | None = None) -> None:
+        self.nc = nc
+        self.js = nc.jetstream()
+        self.instance_id = instance_id or default_instance_id()
+        self.replicas = replicas
+        self.max_inflight = max_inflight
+        self.stats = stats if stats is not None else LobbyStats()
+        self.client = TableClient(nc, "service", SENDER, retry_for=2.0)
+        self.mirror = Mirror()
+        self.kv: Any = None
+        self.lanes: Lanes | None = None
+        self.loop: PullLoop | None = None
+
+    async def setup(self, stop: asyncio.Event | None = None) -> bool:
+        """The bucket and the consumer; False if ``stop`` came while waiting for the
+        relay's public stream."""
+        self.kv = await ensure_bucket(self.js, self.replicas)
+        if not await wait_for_stream(self.js, subjects.PUBLIC_STREAM, stop):
+            return False
+        await ensure_consumer(self.js, subjects.PUBLIC_STREAM, consumer_config(self.instance_id))
+        self.lanes = Lanes(self.js, self.kv, self._view_of, self.mirror, self.stats.lanes)
+        return True
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Apply and answer until ``stop`` (call :meth:`setup` first)."""
+        assert self.lanes is not None
+        config = consumer_config(self.instance_id)
+        self.loop = PullLoop(
+            self.nc, subjects.PUBLIC_STREAM, consumer_name(self.instance_id), self._on_public,
+            max_inflight=self.max_inflight, recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, config))
+        mirror = asyncio.create_task(self.mirror.follow(self.kv, stop))
+        sub = None
+        try:
+            if await _first(self.mirror.ready.wait(), stop):
+                sub = await self.nc.subscribe(subjects.lobby_query(), queue=QUEUE, cb=self._on_query)
+                await self.loop.run(stop)
+        finally:
+            if sub is not None:
+                await sub.unsubscribe()
+            await self.loop.drain()
+            await self.lanes.drain()
+            if not stop.is_set():
+                mirror.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await mirror
+
+    def reconnected(self) -> None:
+        """After a reconnect: the open pull requests are lost, ask again."""
+        if self.loop is not None:
+            self.loop.reset()
+
+    async def _on_public(self, msg: Any) -> None:
+        assert self.lanes is not None
+        placed = item_of(msg, stamp_ms(msg) or 0)
+        if placed is None:
+            self.stats.bad += 1
+            log.warning("public message on %s without a version: skipped", msg.subject)
+            await msg.ack()
+            return
+        await self.lanes.take(*placed)
+
+    async def _on_query(self, msg: Any) -> None:
+        self.stats.queries += 1
+        if msg.reply:
+            await msg.respond(answer(self.mirror.entries(), msg.data, now_ms()))
+
+    async def _view_of(self, table_id: str) -> TableView:
+        return await self.client.view(table_id)
+
+
+async def _first(wanted: Any, stop: asyncio.Event) -> bool:
+    """Wait for ``wanted`` unless ``stop`` comes first; True if it came."""
+    waiting = asyncio.ensure_future(wanted)
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if not waiting.done():
+        waiting.cancel()
+        return False
+    return True

@@ -1,0 +1,161 @@
+"""The lobby at a terminal, live: asking the lobby, following its bucket's writes
+(``studroom lobby --watch``), and following one table's public events from its lobby
+entry on (``studroom watch TABLE``).  A client like any other: it needs only what
+every identity may do (ask ``studroom.lobby.query``, read public subjects)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import IO, Any, Final
+
+import msgspec
+from studroom.domain.events import Event
+from studroom.services.players.messages import decode_event
+from studroom.services.wire import subjects
+
+from .entry import LobbyEntry, decode
+from .jetstream import LOBBY_BUCKET
+from .lanes import VERSION_HEADER
+from .projection import apply
+from .queries import LobbyQuery, decode_answer, encode_query, matches
+from .rendering import lobby_text, table_text
+
+CLEAR: Final = "\x1b[H\x1b[2J"      # cursor home, clear the screen
+TICK: Final = 0.5                   # seconds between redraws (the countdowns)
+BEHIND_FOR: Final = 1.0             # events beyond a gap this long: ask the lobby again
+
+
+class LobbyUnavailable(Exception):
+    """The lobby did not answer as asked (no lobby running, an unknown table)."""
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def ask(nc: Any, query: LobbyQuery, timeout: float = 2.0) -> list[LobbyEntry]:
+    """The lobby's answer to ``query``; LobbyUnavailable when there is none."""
+    import nats.errors
+
+    try:
+        msg = await nc.request(subjects.lobby_query(), encode_query(query), timeout=timeout)
+    except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+        raise LobbyUnavailable("the lobby does not answer: is `studroom serve lobby` running?") from None
+    answer = decode_answer(msg.data)
+    if answer.error is not None:
+        raise LobbyUnavailable(f"{answer.error.code}: {answer.error.message}")
+    return answer.tables
+
+
+class Screen:
+    """Frames to a terminal (redrawn in place) or to a file or pipe (each new frame once)."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self._last = ""
+
+    def show(self, frame: str) -> None:
+        if frame == self._last:
+            return
+        self._last = frame
+        self.out.write(CLEAR + frame + "\n" if self.tty else frame + "\n\n")
+        self.out.flush()
+
+
+async def watch_lobby(nc: Any, query: LobbyQuery, screen: Screen, stop: asyncio.Event) -> None:
+    """The lobby's tables, redrawn as its bucket is written, until ``stop``."""
+    tables = {e.table_id: e for e in await ask(nc, query)}
+
+    async def written(msg: Any) -> None:
+        table_id = msg.subject.rsplit(".", 1)[-1]
+        if msg.headers and msg.headers.get("KV-Operation"):
+            tables.pop(table_id, None)
+            return
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            entry = decode(msg.data)
+            known = tables.get(table_id)
+            if matches(entry, query) and (known is None or entry.version > known.version):
+                tables[table_id] = entry
+
+    sub = await nc.subscribe(subjects.lobby_changes(LOBBY_BUCKET), cb=written)
+    try:
+        await _redraw(lambda: lobby_text(list(tables.values()), now_ms()), screen, stop)
+    finally:
+        await sub.unsubscribe()
+
+
+class Follower:
+    """One table's entry kept current from its public events: each applied once, in
+    version order; events beyond a gap wait until the entry reaches them."""
+
+    def __init__(self) -> None:
+        self.entry: LobbyEntry | None = None
+        self._pending: dict[int, tuple[Event, int]] = {}
+        self.behind_since: float | None = None
+
+    def offer(self, version: int, event: Event, at_ms: int) -> None:
+        if self.entry is None or version > self.entry.version:
+            self._pending[version] = (event, at_ms)
+            self._advance()
+
+    def start(self, entry: LobbyEntry) -> None:
+        """The lobby's entry, unless the one followed is newer."""
+        if self.entry is None or entry.version > self.entry.version:
+            self.entry = entry
+            self._advance()
+
+    def _advance(self) -> None:
+        entry = self.entry
+        if entry is None:
+            return
+        for version in sorted(v for v in self._pending if v <= entry.version):
+            del self._pending[version]
+        while entry.version + 1 in self._pending:
+            event, at_ms = self._pending.pop(entry.version + 1)
+            entry = apply(entry, event, entry.version + 1, entry.seq, at_ms)
+        self.entry = entry
+        self.behind_since = (self.behind_since or time.monotonic()) if self._pending else None
+
+
+async def watch_table(nc: Any, table_id: str, lang: str, screen: Screen, stop: asyncio.Event) -> None:
+    """One table as a spectator sees it, redrawn as its hand runs, until ``stop``."""
+    follower = Follower()
+
+    async def public(msg: Any) -> None:
+        version = (msg.headers or {}).get(VERSION_HEADER, "")
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            if version.isdigit():
+                follower.offer(int(version), decode_event(msg.data), now_ms())
+
+    sub = await nc.subscribe(subjects.public_events(table_id), cb=public)
+    try:
+        await nc.flush()
+        follower.start((await ask(nc, LobbyQuery(table=table_id)))[0])
+
+        def frame() -> str:
+            assert follower.entry is not None
+            return table_text(follower.entry, now_ms(), lang)
+
+        async def catch_up() -> None:
+            behind = follower.behind_since
+            if behind is not None and time.monotonic() - behind > BEHIND_FOR:
+                follower.behind_since = time.monotonic()
+                follower.start((await ask(nc, LobbyQuery(table=table_id)))[0])
+
+        await _redraw(frame, screen, stop, catch_up)
+    finally:
+        await sub.unsubscribe()
+
+
+async def _redraw(frame: Callable[[], str], screen: Screen, stop: asyncio.Event,
+                  each: Callable[[], Any] | None = None) -> None:
+    while not stop.is_set():
+        if each is not None:
+            await each()
+        screen.show(frame())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), TICK)
