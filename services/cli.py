@@ -42,6 +42,7 @@ BENCHMARKS = {
     "timer": "studroom.services.bench.timer",
     "table": "studroom.services.bench.table",
     "store": "studroom.services.bench.store",
+    "lobby": "studroom.services.bench.lobby",
     "history": "studroom.services.bench.history",
 }
 

@@ -37,6 +37,7 @@ from studroom.projections.lobby.entry import LobbyEntry, decode
 from studroom.projections.lobby.jetstream import LOBBY_BUCKET
 from studroom.projections.lobby.projection import from_view
 from studroom.services.auth.authority import Authority
+from studroom.services.bench.lobby import lags_ms
 from studroom.services.players.bot import Bot
 from studroom.services.players.client import TableClient
 from studroom.services.runtime import process
@@ -207,17 +208,9 @@ class Recorder:
 
     def lags_ms(self) -> list[float]:
         """For each public event: the time until the lobby stored its table's entry at
-        that version or later."""
-        lags = []
-        for table_id, arrivals in self.public.items():
-            values, i = self.values.get(table_id, []), 0      # a table's stored versions only rise
-            for version in sorted(arrivals):
-                while i < len(values) and values[i][2].version < version:
-                    i += 1
-                if i == len(values):
-                    break
-                lags.append(max(0.0, values[i][0] - arrivals[version]) * 1000)
-        return lags
+        that version or later (as ``bench lobby`` measures it)."""
+        stored = {t: [(at, e.version) for at, _, e in values] for t, values in self.values.items()}
+        return lags_ms(self.public, stored)
 
 
 @contextlib.asynccontextmanager

@@ -1,8 +1,9 @@
 """The lobby's projection against the domain, without servers: random play at tables of
-the three games, every public event folded into a lobby entry, and after every command
-the entry shows what the table shows a spectator (its own view, ``ViewTable``): seats,
-stacks, the running hand's pot, bets, up cards, how many down cards, folds, all-ins,
-the open turn (after every event: a batch the lobby writes may end inside a command).  No hidden card is ever in an entry (R23, R33)."""
+the three games, every public event folded into a lobby entry, and after every event
+(a batch the lobby writes may end inside a command) the entry shows what the table
+shows a spectator (its own view, ``ViewTable``): seats, stacks, the running hand's pot,
+bets, up cards, how many down cards, folds, all-ins, the open turn.  No hidden card is
+ever in an entry (R23, R33)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import random
 from typing import Any
 
 import pytest
+from lobby_tables import T0
 from studroom.domain import views
 from studroom.domain.commands import BuyIn, Command, Leave, PostAnte, Show, SitDown, SitOut, StartHand, Timeout
 from studroom.domain.deck import SEED_BYTES
@@ -24,7 +26,6 @@ from studroom.projections.lobby.entry import LobbyEntry, decode, encode
 from studroom.projections.lobby.projection import apply, fourth_street, from_view
 
 STACK = 1_000
-T0 = 1_764_000_000_000          # when the first event was stored (ms)
 
 
 class Feed:

@@ -1,0 +1,233 @@
+"""The lobby's lanes without servers: a fake bucket with JetStream's compare-and-set, a
+fake public stream, a table played in-process.  Each event counts once and in order:
+batches are written once, a redelivery changes nothing, a write refused because
+another instance wrote first is done again from the bucket's value, an event after a
+gap waits for its predecessor, and versions the stream lost are replaced by the
+table's own view."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import nats.js.errors
+from lobby_tables import T0, entry_of, played
+from studroom.domain import views
+from studroom.domain.commands import StartHand
+from studroom.domain.deck import SEED_BYTES
+from studroom.domain.events import Event, HandEnded
+from studroom.domain.simulate import new_table
+from studroom.domain.table import Table
+from studroom.domain.views import TableView
+from studroom.projections.lobby.entry import LobbyEntry, decode, encode
+from studroom.projections.lobby.lanes import VERSION_HEADER, Lanes, item_of
+from studroom.projections.lobby.mirror import Mirror
+from studroom.services.wire import subjects
+
+TABLE = "t"
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass
+class Msg:
+    """A public message as the pull loop hands it over."""
+
+    version: int
+    seq: int
+    data: bytes
+    acked: bool = False
+    naks: list[float] = field(default_factory=list)
+
+    @property
+    def subject(self) -> str:
+        return subjects.public_events(TABLE)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {VERSION_HEADER: str(self.version)}
+
+    @property
+    def metadata(self) -> Any:
+        return SimpleNamespace(sequence=SimpleNamespace(stream=self.seq), num_delivered=len(self.naks) + 1)
+
+    async def ack(self) -> None:
+        self.acked = True
+
+    async def nak(self, delay: float | None = None) -> None:
+        self.naks.append(delay or 0.0)
+
+
+class Stream:
+    """The public stream: every stored event's public copy, one message each (seq =
+    version unless told otherwise), and the direct get the lanes ask it."""
+
+    def __init__(self, events: list[Event], lost: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        self.messages: dict[int, Msg] = {}
+        seq = 0
+        for version, event in enumerate(events, start=1):
+            if version in lost:                       # a dead letter: never in the stream
+                continue
+            seq += 1
+            self.messages[version] = Msg(version, seq, _encode(views.public(event)))
+
+    def fresh(self, version: int) -> Msg:
+        """The same message delivered again."""
+        m = self.messages[version]
+        return Msg(m.version, m.seq, m.data)
+
+    async def get_msg(self, stream: str, seq: int, subject: str, next: bool, direct: bool) -> Any:
+        assert next and direct and stream == subjects.PUBLIC_STREAM
+        for m in sorted(self.messages.values(), key=lambda m: m.seq):
+            if m.seq >= seq and m.subject == subject:
+                return SimpleNamespace(seq=m.seq, headers=m.headers)
+        raise nats.js.errors.NotFoundError
+
+
+class Bucket:
+    """A KV bucket refusing a write based on a stale revision; ``before_write`` runs
+    before each write (another instance's write landing first)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[bytes, int]] = {}
+        self.revision = 0
+        self.writes = 0
+        self.before_write: Any = None
+
+    async def get(self, key: str) -> Any:
+        if key not in self.values:
+            raise nats.js.errors.KeyNotFoundError
+        value, revision = self.values[key]
+        return SimpleNamespace(value=value, revision=revision)
+
+    async def create(self, key: str, value: bytes) -> int:
+        return self._write(key, value, None)
+
+    async def update(self, key: str, value: bytes, last: int) -> int:
+        return self._write(key, value, last)
+
+    def _write(self, key: str, value: bytes, last: int | None) -> int:
+        if self.before_write is not None:
+            hook, self.before_write = self.before_write, None
+            hook(self)
+        current = self.values.get(key)
+        if (current[1] if current else None) != last:
+            raise nats.js.errors.KeyWrongLastSequenceError
+        return self.put(key, value)
+
+    def put(self, key: str, value: bytes) -> int:
+        self.revision += 1
+        self.writes += 1
+        self.values[key] = (value, self.revision)
+        return self.revision
+
+    def entry(self) -> LobbyEntry:
+        return decode(self.values[TABLE][0])
+
+
+class Setup:
+    def __init__(self, events: list[Event], lost: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+        self.events = events
+        self.stream = Stream(events, lost)
+        self.bucket = Bucket()
+        self.views: list[int] = []
+        self.lanes = Lanes(self.stream, self.bucket, self._view_of, Mirror())
+
+    async def _view_of(self, table_id: str) -> TableView:
+        self.views.append(len(self.events))
+        return views.table_view(Table.replay(self.events), None)
+
+    async def deliver(self, msgs: list[Msg]) -> None:
+        """Hand ``msgs`` to the lanes at once, as the pull loop does."""
+        items = [item_of(m, T0 + 1_000 * m.seq) for m in msgs]
+        await asyncio.gather(*(self.lanes.take(*placed) for placed in items if placed is not None))
+
+
+def test_a_table_s_events_are_applied_in_order_and_a_batch_is_written_once() -> None:
+    setup = Setup(played())
+    msgs = list(setup.stream.messages.values())
+    asyncio.run(setup.deliver(msgs))
+    assert all(m.acked and not m.naks for m in msgs)
+    assert setup.bucket.entry() == entry_of(setup.events)
+    assert setup.bucket.writes < len(msgs) / 10                 # many events a write
+    assert setup.lanes.stats.applied == len(msgs)
+
+
+def test_an_event_delivered_again_changes_nothing() -> None:
+    setup = Setup(played())
+    asyncio.run(setup.deliver(list(setup.stream.messages.values())))
+    before = dict(setup.bucket.values)
+    again = [setup.stream.fresh(v) for v in sorted(setup.stream.messages, reverse=True)]
+    asyncio.run(setup.deliver(again))
+    assert all(m.acked for m in again)
+    assert setup.bucket.values == before
+    assert setup.lanes.stats.seen == len(again)
+
+
+def test_a_write_refused_because_another_instance_wrote_first_is_done_again_from_its_value() -> None:
+    events = played()
+    setup = Setup(events)
+    half = len(events) // 2
+    other = entry_of(events[:half])                               # another instance's entry
+
+    setup.bucket.before_write = lambda bucket: bucket.put(TABLE, encode(other))
+    msgs = list(setup.stream.messages.values())
+    asyncio.run(setup.deliver(msgs))
+    assert setup.lanes.stats.conflicts == 1
+    assert all(m.acked for m in msgs)
+    final = setup.bucket.entry()
+    assert final == entry_of(events)                              # nothing counted twice
+    assert final.hands == sum(isinstance(e, HandEnded) for e in events)
+
+
+def test_an_event_after_a_gap_waits_for_its_predecessor_in_the_stream() -> None:
+    setup = Setup(played(hands=1))
+    msgs = setup.stream.messages
+    first = [msgs[v] for v in range(1, 11)]
+    asyncio.run(setup.deliver(first))
+    early = setup.stream.fresh(12)                                # 11 is still on its way
+    asyncio.run(setup.deliver([early]))
+    assert not early.acked and early.naks and setup.bucket.entry().version == 10
+    rest = [setup.stream.fresh(v) for v in range(11, len(msgs) + 1)]
+    asyncio.run(setup.deliver(rest))
+    assert all(m.acked for m in rest)
+    assert setup.bucket.entry() == entry_of(setup.events)
+    assert not setup.views
+
+
+def test_versions_the_stream_lost_are_replaced_by_the_table_s_own_view() -> None:
+    events = played(hands=1)
+    setup = Setup(events, lost={11})                              # a dead letter of the relay
+    msgs = sorted(setup.stream.messages.values(), key=lambda m: m.seq)
+    asyncio.run(setup.deliver(msgs[:10]))
+    asyncio.run(setup.deliver(msgs[10:]))
+    assert all(m.acked for m in msgs)
+    entry = setup.bucket.entry()
+    assert entry.version == len(events) and entry.resyncs == 1 and setup.views
+    table = views.table_view(Table.replay(events), None)
+    assert [(r.seat, r.player, r.stack) for r in entry.players] == [(s.seat, s.player, s.stack) for s in table.seats]
+
+
+def test_a_message_without_a_version_is_no_item() -> None:
+    async def main() -> None:
+        msg = Msg(1, 7, b"{}")
+        without = SimpleNamespace(headers={}, subject=msg.subject, data=b"{}", metadata=msg.metadata)
+        assert item_of(without, 0) is None
+        placed = item_of(msg, 5)
+        assert placed is not None and placed[0] == TABLE
+        assert (placed[1].version, placed[1].seq, placed[1].at_ms) == (1, 7, 5)
+
+    asyncio.run(main())
+
+
+def test_a_hand_that_runs_is_in_the_bucket_as_it_runs() -> None:
+    rng = random.Random(1)
+    table, events = new_table("five_card_stud", 3)
+    events += table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex()))
+    setup = Setup(events)
+    asyncio.run(setup.deliver(list(setup.stream.messages.values())))
+    entry = setup.bucket.entry()
+    assert entry.running and entry.hand is not None and entry.hand.hand_no == 1
