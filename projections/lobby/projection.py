@@ -13,15 +13,49 @@ from functools import cache
 from typing import Any, Final
 
 from studroom.domain.events import (
-    Acted, Announced, AntePosted, AnteSkipped, AntesCollected, CardsDealt, ChipsBought, Event, HandCancelled,
-    HandEnded, HandMucked, HandShown, HandStarted, LastCardsExposed, LeaveRequested, PlayerLeft, PlayerSatDown,
-    PotAwarded, RoundEnded, RoundStarted, ShowdownStarted, SitOutChanged, TableOpened, TimedOut, TurnStarted,
+    Acted,
+    Announced,
+    AntePosted,
+    AntesCollected,
+    AnteSkipped,
+    CardsDealt,
+    ChipsBought,
+    Event,
+    HandCancelled,
+    HandEnded,
+    HandMucked,
+    HandShown,
+    HandStarted,
+    LastCardsExposed,
+    LeaveRequested,
+    PlayerLeft,
+    PlayerSatDown,
+    PotAwarded,
+    RoundEnded,
+    RoundStarted,
+    ShowdownStarted,
+    SitOutChanged,
+    TableOpened,
+    TimedOut,
+    TurnStarted,
 )
 from studroom.domain.games import GAMES
 from studroom.domain.views import PlayerInHand, TableView
 
 from .activity import count_hand, count_timeout, figures
-from .entry import LEFT, MUCK, NO_ANTE, SHOW, HandPicture, LobbyEntry, Player, SeatRow, Turn, in_hand, seat_row
+from .entry import (
+    LEFT,
+    MUCK,
+    NO_ANTE,
+    SHOW,
+    HandPicture,
+    LobbyEntry,
+    Player,
+    SeatRow,
+    Turn,
+    in_hand,
+    seat_row,
+)
 
 FOURTH: Final = "4th"          # the street whose share of players the lobby shows
 BETS: Final = frozenset({"complete", "bet", "raise"})   # their amount is the round's total

@@ -30,7 +30,13 @@ from typing import Any
 from studroom.domain import views
 from studroom.domain.commands import BuyIn, OpenTable, SitDown, SitOut
 from studroom.domain.config import TableConfig
-from studroom.domain.events import CardsDealt, Event, HandShown, HandStarted, LastCardsExposed
+from studroom.domain.events import (
+    CardsDealt,
+    Event,
+    HandShown,
+    HandStarted,
+    LastCardsExposed,
+)
 from studroom.domain.simulate import STAKES
 from studroom.domain.table import Table
 from studroom.projections.lobby.entry import LobbyEntry, decode

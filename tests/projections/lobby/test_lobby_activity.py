@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from studroom.domain.simulate import STAKES
-from studroom.projections.lobby.activity import BUCKET_MS, BUCKETS, HOUR_MS, count_hand, count_timeout, figures
+from studroom.projections.lobby.activity import (
+    BUCKET_MS,
+    BUCKETS,
+    HOUR_MS,
+    count_hand,
+    count_timeout,
+    figures,
+)
 from studroom.projections.lobby.entry import Bucket, LobbyEntry, SeatRow
 
 T0 = 1_764_000_000_000 - 1_764_000_000_000 % BUCKET_MS

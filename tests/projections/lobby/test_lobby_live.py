@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import nats.js.errors
 import pytest
 from lobby_stack import (
     GAMES,
@@ -50,7 +51,12 @@ from studroom.domain.errors import UNKNOWN_GAME
 from studroom.domain.events import TimedOut
 from studroom.projections.lobby.jetstream import LOBBY_BUCKET, consumer_name
 from studroom.projections.lobby.queries import LobbyQuery, decode_answer, encode_query
-from studroom.services.runtime.settings import DATA_DIR_VAR, DATABASE_URL_VAR, NATS_CREDS_VAR, NATS_URL_VAR
+from studroom.services.runtime.settings import (
+    DATA_DIR_VAR,
+    DATABASE_URL_VAR,
+    NATS_CREDS_VAR,
+    NATS_URL_VAR,
+)
 from studroom.services.runtime.stats import percentile
 from studroom.services.wire import protocol, subjects
 
@@ -86,7 +92,7 @@ async def until_caught_up(js: Any, consumers: list[str], last_seq: int, timeout:
         await asyncio.sleep(0.25)
         try:
             infos = [await js.consumer_info(subjects.PUBLIC_STREAM, c) for c in consumers]
-        except Exception:  # noqa: BLE001 (not made again yet)
+        except nats.js.errors.NotFoundError:                    # not made again yet
             continue
         if all(i.delivered.stream_seq >= last_seq and i.num_ack_pending == 0 for i in infos):
             return True

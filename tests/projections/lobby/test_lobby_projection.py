@@ -14,11 +14,28 @@ from typing import Any
 import pytest
 from lobby_tables import T0
 from studroom.domain import views
-from studroom.domain.commands import BuyIn, Command, Leave, PostAnte, Show, SitDown, SitOut, StartHand, Timeout
+from studroom.domain.commands import (
+    BuyIn,
+    Command,
+    Leave,
+    PostAnte,
+    Show,
+    SitDown,
+    SitOut,
+    StartHand,
+    Timeout,
+)
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.events import (
-    CardsDealt, Event, HandEnded, HandShown, HandStarted, PotAwarded, TimedOut, TurnStarted,
+    CardsDealt,
+    Event,
+    HandEnded,
+    HandShown,
+    HandStarted,
+    PotAwarded,
+    TimedOut,
+    TurnStarted,
 )
 from studroom.domain.simulate import choose, new_table
 from studroom.domain.table import Table

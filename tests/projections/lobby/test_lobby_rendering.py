@@ -6,18 +6,31 @@ from __future__ import annotations
 
 from lobby_tables import T0, entry_of, played
 from studroom.domain import views
-from studroom.domain.commands import Act, BuyIn, OpenTable, PostAnte, SitDown, StartHand, Timeout
+from studroom.domain.commands import (
+    Act,
+    BuyIn,
+    OpenTable,
+    PostAnte,
+    SitDown,
+    StartHand,
+    Timeout,
+)
 from studroom.domain.config import TableConfig
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.events import Event
 from studroom.domain.simulate import STAKES, new_table
 from studroom.domain.table import Table
 from studroom.projections.lobby.entry import LobbyEntry
-from studroom.projections.lobby.rendering import DOWN_CARD, LOBBY_HEADER, lobby_text, table_text
+from studroom.projections.lobby.rendering import (
+    DOWN_CARD,
+    LOBBY_HEADER,
+    lobby_text,
+    table_text,
+)
 from studroom.projections.lobby.watching import Follower
 
 
-def mid_hand(street: int) -> tuple[Table, list[Event]]:
+def mid_hand(street: int) -> list[Event]:
     """Five players of seven card stud who check or call (the bring-in brings in), until
     the hand's ``street`` (0: 3rd street) waits on a player."""
     table, events = new_table("seven_card_stud", 5)
@@ -28,11 +41,11 @@ def mid_hand(street: int) -> tuple[Table, list[Event]]:
         action = next(a for a in ("check", "call", "bring_in") if a in turn.options)
         events += table.execute(Act(seat=turn.seat, action=action))
     assert table.hand is not None
-    return table, events
+    return events
 
 
 def test_one_table_as_a_spectator_sees_it_with_the_turn_s_countdown() -> None:
-    table, events = mid_hand(street=1)
+    events = mid_hand(street=1)
     entry = entry_of(events)
     assert entry.hand is not None and entry.hand.turn is not None
     deadline = entry.hand.turn.deadline_ms
@@ -50,7 +63,7 @@ def test_one_table_as_a_spectator_sees_it_with_the_turn_s_countdown() -> None:
 
 
 def test_the_dealer_speaks_english_or_german_and_the_labels_follow() -> None:
-    table, events = mid_hand(street=3)
+    events = mid_hand(street=3)
     entry = entry_of(events)
     assert entry.hand is not None
     said = [p for p in entry.hand.players if p.said_en]
