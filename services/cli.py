@@ -22,6 +22,7 @@ SERVICES = {
     "timer": "studroom.services.timer.bootstrap",
     "bot": "studroom.services.players.bootstrap",
     "cashier": "studroom.services.cashier.bootstrap",
+    "ledger": "studroom.projections.ledger.bootstrap",
     "lobby": "studroom.projections.lobby.bootstrap",
     "history": "studroom.projections.history.bootstrap",
 }
@@ -30,6 +31,7 @@ SERVICES = {
 TOOLS: dict[str, str] = {
     "auth": "studroom.services.auth.cli",
     "cashier": "studroom.services.cashier.tools",
+    "ledger": "studroom.projections.ledger.tools",
     "lobby": "studroom.projections.lobby.commands",
     "history": "studroom.projections.history.cli",
     "disputes": "studroom.services.disputes.cli",
@@ -43,6 +45,7 @@ BENCHMARKS = {
     "table": "studroom.services.bench.table",
     "store": "studroom.services.bench.store",
     "lobby": "studroom.services.bench.lobby",
+    "ledger": "studroom.services.bench.ledger",
     "history": "studroom.services.bench.history",
 }
 

@@ -18,7 +18,7 @@ from ..relay.dead_letters import DEAD_LETTER_BUCKET
 from ..table.partitions import LEASE_BUCKET
 from ..wire import subjects
 
-SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history")
+SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history", "ledger")
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ def service(name: str) -> Powers:
     if name == "cashier":
         return Powers(publish=["_INBOX.>", "$JS.>", subjects.commands_as("service", "cashier")],
                       subscribe=[subjects.all_cashier_requests(), own_inbox])
+    if name == "ledger":                  # reads and writes PostgreSQL only: no power on NATS
+        return Powers(publish=[], subscribe=[])
     raise ValueError(f"no service {name!r}; services: {', '.join(SERVICES)}")
 
 

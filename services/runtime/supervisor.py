@@ -54,6 +54,7 @@ class Services:
     cashier: bool = True
     lobby: bool = True
     history: bool = True
+    ledger: bool = True
     name: str = "room"
     schema_prefix: str | None = None
     lease_bucket: str | None = None
@@ -88,6 +89,10 @@ class Services:
             own = ["--store-prefix", self.schema_prefix, "--schema", f"{self.schema_prefix}history"] \
                 if self.schema_prefix else []
             commands.append((f"{self.name}-history", [*SERVE, "history", "--log-level", "WARNING", *own]))
+        if self.ledger:
+            own = ["--cashier-schema", f"{self.schema_prefix}cashier",
+                   "--ledger-schema", f"{self.schema_prefix}ledger"] if self.schema_prefix else []
+            commands.append((f"{self.name}-ledger", [*SERVE, "ledger", *relay_args, *own]))
         return commands
 
     def _cashier_args(self) -> list[str]:
