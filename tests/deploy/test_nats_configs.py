@@ -23,6 +23,7 @@ import nats
 import nats.errors
 import pytest
 from studroom.services.auth.authority import Authority
+from studroom.services.auth.powers import SERVICES
 from studroom.services.runtime import process
 from studroom.services.runtime.embedded_nats import nats_server_binary
 from studroom.services.runtime.server_process import free_port
@@ -113,9 +114,8 @@ def test_a_cluster_node_without_its_route_settings_refuses_to_start(etc_nats: Pa
 
 def test_service_credentials_are_issued_once_for_every_service(tmp_path: Path) -> None:
     first = _trust_script("service-creds", tmp_path / "auth").split()
-    assert [Path(p).name for p in first] == [
-        "service.table.creds", "service.relay.creds", "service.timer.creds", "service.projections.creds",
-        "service.cashier.creds"]
+    assert [Path(p).name for p in first] == [f"service.{name}.creds" for name in SERVICES]
+    assert {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"} <= set(SERVICES)
     assert _trust_script("service-creds", tmp_path / "auth").split() == first
     assert all(oct(Path(p).stat().st_mode & 0o777) == "0o600" for p in first)
 

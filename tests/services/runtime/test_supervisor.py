@@ -16,7 +16,8 @@ class StandIns(Services):
     """The supervisor with children that sleep (or exit with ``exit_code`` at once)."""
 
     def __init__(self, log_dir: Path, exit_code: int | None = None) -> None:
-        super().__init__({}, log_dir, instances=2, stores=1, cashier=False)
+        super().__init__({}, log_dir, instances=2, stores=1, cashier=False, lobby=False, history=False,
+                         ledger=False)
         self.exit_code = exit_code
 
     def commands(self) -> list[tuple[str, list[str]]]:
@@ -26,23 +27,27 @@ class StandIns(Services):
         return [(name, [sys.executable, "-c", code]) for name, _ in super().commands()]
 
 
-def test_the_room_runs_table_services_the_relay_and_the_cashier() -> None:
+def test_the_room_runs_table_services_the_relay_the_cashier_and_the_projections() -> None:
     services = Services({}, Path("logs"), instances=2, stores=1)
     commands = dict(services.commands())
-    assert list(commands) == ["room-table-1", "room-table-2", "room-relay", "room-cashier"]
+    assert list(commands) == ["room-table-1", "room-table-2", "room-relay", "room-cashier",
+                              "room-lobby", "room-history", "room-ledger"]
     assert commands["room-table-2"] == [*SERVE, "table", "--instance-id", "room-2",
                                         "--stores", "1"]
     assert commands["room-relay"] == [*SERVE, "relay", "--stores", "1", "--log-level", "WARNING"]
     assert commands["room-cashier"] == [*SERVE, "cashier", "--instance-id", "room-cashier",
                                         "--log-level", "WARNING"]
-    assert services.identities() == {("service", s) for s in ("table", "relay", "cashier")}
+    assert commands["room-ledger"] == [*SERVE, "ledger", "--stores", "1", "--log-level", "WARNING"]
+    assert services.identities() == {("service", s) for s in ("table", "relay", "cashier", "lobby", "history",
+                                                               "ledger")}
 
 
 def test_stores_and_leases_of_their_own_and_the_timer() -> None:
     services = Services({}, Path("logs"), instances=1, stores=2, timers=True, name="it",
                         schema_prefix="it_p", lease_bucket="it_leases")
     commands = dict(services.commands())
-    assert list(commands) == ["it-table-1", "it-relay", "it-timer", "it-cashier"]
+    assert list(commands) == ["it-table-1", "it-relay", "it-timer", "it-cashier", "it-lobby", "it-history",
+                              "it-ledger"]
     table = commands["it-table-1"]
     assert table[table.index("--schema-prefix") + 1] == "it_p"
     assert table[table.index("--lease-bucket") + 1] == "it_leases"
@@ -53,6 +58,9 @@ def test_stores_and_leases_of_their_own_and_the_timer() -> None:
                                                  "--log-level", "WARNING"]
     cashier = commands["it-cashier"]
     assert cashier[cashier.index("--schema") + 1] == cashier[cashier.index("--consumer") + 1] == "it_pcashier"
+    ledger = commands["it-ledger"]
+    assert [ledger[i + 1] for i, arg in enumerate(ledger) if arg == "--schema"] == store_schemas(2, "it_p")
+    assert ledger[ledger.index("--cashier-schema") + 1] == "it_pcashier"
 
 
 def test_every_command_line_is_one_studroom_serve_understands() -> None:
