@@ -192,6 +192,7 @@ class _HandSecrets:
         self.last: dict[int, str] = {}          # seat -> its last face-down card (R28)
         self.revealed: set[str] = set()
         self.gone: set[int] = set()             # folded or mucked
+        self.all_in: set[int] = set()           # a leave does not fold these (domain/table.py _leave)
         self.showdown: set[int] = set()         # the showdown's seats, once it starts
         self.seats = seats or {}                # player -> his seat in this hand
         self.root, self.size = "", 0
@@ -213,8 +214,13 @@ class _HandSecrets:
         elif isinstance(event, LastCardsExposed):
             self.revealed |= {d.card for d in event.turned
                               if d.card is not None and d.seat not in self.gone and self.last.get(d.seat) == d.card}
+        elif isinstance(event, LeaveRequested):
+            if event.seat not in self.all_in and not self.showdown:   # R3: leaving folds a hand that can act
+                self.gone.add(event.seat)
         elif _gives_up(event):
             self.gone.add(event.seat)  # type: ignore[attr-defined]
+        if getattr(event, "all_in", False):
+            self.all_in.add(event.seat)  # type: ignore[attr-defined]
 
     def at_showdown(self, to: str | None) -> bool:
         return to is not None and self.seats.get(to) in self.showdown
@@ -244,7 +250,7 @@ class _HandSecrets:
 
 def _gives_up(event: Event) -> bool:
     """Does ``event`` fold or muck its seat's hand?"""
-    return (isinstance(event, (LeaveRequested, HandMucked))
+    return (isinstance(event, HandMucked)
             or isinstance(event, Acted) and event.action == "fold"
             or isinstance(event, TimedOut) and event.outcome == "fold")
 
