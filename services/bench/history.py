@@ -22,12 +22,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
-import tempfile
 import time
 import uuid
-from contextlib import ExitStack
-from pathlib import Path
 
 import msgspec
 import psycopg
@@ -53,7 +49,7 @@ from studroom.domain.simulate import STAKES, choose
 from studroom.domain.table import Table
 from studroom.projections.history.hands import spans
 
-from ..runtime.settings import Settings
+from .database import bench_database
 
 HELP = "history: hands verified/s (re-run + deck audit) beside bare replay; history rebuild events/s beside bare reads"
 
@@ -247,15 +243,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"verify: a simulated room of {args.tables} tables, {args.hands} hands")
     for name, value in verify_rates(room(args.tables, hands=args.hands)).items():
         print(f"  {name:55s} {value:12,.0f}")
-    from ..runtime.embedded_postgres import EmbeddedPostgres
-
-    settings = Settings.from_env()
-    with ExitStack() as stack:
-        database_url = settings.database_url
-        if database_url is None:
-            data_dir = Path(tempfile.mkdtemp(prefix="studroom-bench-"))
-            stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
-            database_url = stack.enter_context(EmbeddedPostgres(data_dir)).url
+    with bench_database() as (database_url, _):
         print(f"history rebuild: a simulated room of {args.tables} tables, {args.events} events")
         for name, value in rebuild_rates(database_url, room(args.tables, events=args.events)).items():
             print(f"  {name:55s} {value:12,.0f}")

@@ -15,13 +15,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
@@ -49,10 +45,9 @@ from studroom.domain.events import Event, PlayerLeft, TurnStarted
 from studroom.domain.simulate import STAKES, choose
 from studroom.domain.table import Table
 
-from ..runtime.embedded_postgres import EmbeddedPostgres
-from ..runtime.settings import Settings
 from ..store.layout import store_of_table, store_schema
 from ..store.postgres import PostgresEventStore
+from .database import bench_database
 
 HELP = "ledger: events/s booked rebuilding the books from zero, beside the bare read of the stores"
 
@@ -324,16 +319,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
-    with ExitStack() as stack:
-        database_url = settings.database_url
-        if database_url is None:
-            data_dir = Path(tempfile.mkdtemp(prefix="studroom-bench-"))
-            stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
-            database_url = stack.enter_context(EmbeddedPostgres(data_dir)).url
-            where = f"embedded PostgreSQL in {data_dir}"
-        else:
-            where = "STUDROOM_DATABASE_URL"
+    with bench_database() as (database_url, where):
         print(f"ledger benchmark on {where}: {args.events:,} events, {args.tables} tables, {args.stores} stores")
         for name, value in bench(database_url, events=args.events, tables=args.tables, stores=args.stores).items():
             print(f"{name:58s} {value:12,.0f}")

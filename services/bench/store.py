@@ -8,22 +8,18 @@ the same run (docs/design/benchmarks.md).
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import ExitStack
-from pathlib import Path
 
 import msgspec
 import psycopg
 from psycopg import sql
-from ..runtime.settings import Settings
-from ..runtime.embedded_postgres import EmbeddedPostgres
+
 from ..store.postgres import PostgresEventStore
 from .baselines import bare_commits_per_second
+from .database import bench_database
 
 
 class BenchEvent(msgspec.Struct, frozen=True, tag="bench"):
@@ -108,16 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
-    with ExitStack() as stack:
-        database_url = settings.database_url
-        if database_url is None:
-            data_dir = Path(tempfile.mkdtemp(prefix="studroom-bench-"))
-            stack.callback(shutil.rmtree, data_dir, ignore_errors=True)
-            database_url = stack.enter_context(EmbeddedPostgres(data_dir)).url
-            where = f"embedded PostgreSQL in {data_dir}"
-        else:
-            where = "STUDROOM_DATABASE_URL"
+    with bench_database() as (database_url, where):
         with psycopg.connect(database_url) as conn:
             version = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
             fsync = conn.execute("SHOW fsync").fetchone()[0]  # type: ignore[index]
