@@ -29,10 +29,12 @@ def consumer_name(instance_id: str) -> str:
     return CONSUMER_PREFIX + subjects.check_name(instance_id)
 
 
-def consumer_config(instance_id: str, ack_wait: float = 10.0) -> ConsumerConfig:
+def consumer_config(instance_id: str, ack_wait: float = 3.0) -> ConsumerConfig:
     """The instance's durable pull consumer of every public event: each message comes
     to it in stream order, and again until it is acknowledged; the server deletes it
-    after ``UNUSED_FOR`` without a client."""
+    after ``UNUSED_FOR`` without a client.  A short ``ack_wait``: the messages a killed
+    instance held come again soon (the events after them wait for them), and a message
+    delivered twice changes nothing (its version is in the entry)."""
     config = shared_consumer(consumer_name(instance_id), subjects.all_public_events(), ack_wait,
                              "studroom lobby: public events -> KV bucket studroom_lobby")
     return dataclasses.replace(config, inactive_threshold=UNUSED_FOR)
