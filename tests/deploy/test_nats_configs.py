@@ -8,20 +8,16 @@ password and keeps out a server without it (the rogue route of issue 9)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import shutil
 import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import nats
 import nats.errors
+import nats_nodes
 import pytest
+from nats_nodes import DEPLOY, Server, node, route_env, running, studroom_cli
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
 from studroom.services.auth.powers import SERVICES
@@ -29,52 +25,15 @@ from studroom.services.runtime import process
 from studroom.services.runtime.embedded_nats import nats_server_binary
 from studroom.services.runtime.server_process import free_port
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-ROUTE_PASSWORD = "route-secret-for-the-test"
-
 
 @pytest.fixture
 def etc_nats(tmp_path: Path) -> Path:
-    """An /etc/nats: the deploy configurations and the trust configuration that
-    ``studroom auth server-config`` writes from a new Authority in ``auth/``."""
-    for name in ("studroom.conf", "cluster.conf"):
-        shutil.copy(DEPLOY / "nats" / name, tmp_path / name)
-    trust = _trust_script("server-config", tmp_path / "auth")
-    (tmp_path / "studroom-auth.conf").write_text(trust)
-    return tmp_path
-
-
-def _node(etc_nats: Path, name: str, cluster_port: int = 6222) -> Path:
-    """A host's /etc/nats: the same files, but JetStream's store in a folder of its own
-    and the route port moved (in the file: a ``--cluster`` flag would replace the
-    cluster's authorization, see cluster.conf)."""
-    folder = etc_nats / name
-    folder.mkdir()
-    for conf, was, now in (("studroom.conf", "store_dir: /var/lib/nats", f"store_dir: {folder / 'jetstream'}"),
-                           ("cluster.conf", "port: 6222", f"port: {cluster_port}"),
-                           ("studroom-auth.conf", "", "")):
-        text = (etc_nats / conf).read_text()
-        assert was in text
-        (folder / conf).write_text(text.replace(was, now) if was else text)
-    return folder
-
-
-def _trust_script(what: str, auth_dir: Path) -> str:
-    return subprocess.run([sys.executable, "-m", "studroom.services.cli", "auth", what, "--auth-dir", str(auth_dir)],
-                          capture_output=True, text=True, check=True).stdout
+    return nats_nodes.etc_nats(tmp_path)
 
 
 def _check(config: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(nats_server_binary()), "-t", "-c", str(config)], capture_output=True, text=True,
+    return subprocess.run([str(nats_server_binary()), "-t", "-c", str(config)], check=False, capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
-
-
-def _route_env(name: str, cluster_ports: list[int], password: str = ROUTE_PASSWORD) -> dict[str, str]:
-    """cluster.conf's environment for node ``name`` of a cluster on ``cluster_ports``."""
-    env = {"NATS_SERVER_NAME": name, "NATS_ROUTE_PASSWORD": password}
-    for k, port in enumerate(cluster_ports, start=1):
-        env[f"NATS_ROUTE_{k}"] = f"nats-route://route:{password}@127.0.0.1:{port}"
-    return env
 
 
 # ----------------------------------------------------------------- nats-server -t
@@ -110,12 +69,12 @@ def test_no_user_is_configured_in_the_server_files_any_more() -> None:
 def test_both_deploy_configurations_pass_nats_server_t(etc_nats: Path) -> None:
     single = _check(etc_nats / "studroom.conf")
     assert single.returncode == 0, single.stderr
-    cluster = _check(etc_nats / "cluster.conf", _route_env("nats-1", [6222, 6223, 6224]))
+    cluster = _check(etc_nats / "cluster.conf", route_env("nats-1", [6222, 6223, 6224]))
     assert cluster.returncode == 0, cluster.stderr
 
 
 def test_a_cluster_node_without_its_route_settings_refuses_to_start(etc_nats: Path) -> None:
-    env = _route_env("nats-1", [6222, 6223, 6224])
+    env = route_env("nats-1", [6222, 6223, 6224])
     del env["NATS_ROUTE_PASSWORD"]
     checked = _check(etc_nats / "cluster.conf", env)
     assert checked.returncode != 0
@@ -123,90 +82,20 @@ def test_a_cluster_node_without_its_route_settings_refuses_to_start(etc_nats: Pa
 
 
 def test_service_credentials_are_issued_once_for_every_service(tmp_path: Path) -> None:
-    first = _trust_script("service-creds", tmp_path / "auth").split()
+    first = studroom_cli("auth", "service-creds", "--auth-dir", str(tmp_path / "auth")).split()
     assert [Path(p).name for p in first] == [f"service.{name}.creds" for name in SERVICES]
     assert {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"} <= set(SERVICES)
-    assert _trust_script("service-creds", tmp_path / "auth").split() == first
+    assert studroom_cli("auth", "service-creds", "--auth-dir", str(tmp_path / "auth")).split() == first
     assert all(oct(Path(p).stat().st_mode & 0o777) == "0o600" for p in first)
-
-
-def test_each_unit_connects_as_its_own_service() -> None:
-    for unit, service in (("studroom-table@.service", "table"), ("studroom-relay.service", "relay"),
-                          ("studroom-timer@.service", "timer")):
-        text = (DEPLOY / "systemd" / unit).read_text()
-        assert f"Environment=STUDROOM_NATS_CREDS=/etc/studroom/creds/service.{service}.creds" in text
-        assert f"studroom serve {service} " in text
-    env = (DEPLOY / "studroom.env").read_text()
-    assert "@" not in env.split("STUDROOM_NATS_URL=")[1].split("\n")[0]      # no password in the NATS URLs
 
 
 # ------------------------------------------------------------------- live servers
 
 
-class Server:
-    """A nats-server of the test's own from a deploy configuration (``None``: flags
-    only), its ports moved to free ones by command-line flags (which override the
-    file); it logs into ``home``."""
-
-    def __init__(self, config: Path | None, home: Path, env: dict[str, str] | None = None,
-                 cluster_port: int | None = None, extra: list[str] | None = None) -> None:
-        self.port, self.monitor = free_port(), free_port()
-        command = [str(nats_server_binary()), "-p", str(self.port), "-m", str(self.monitor)]
-        if config is not None:
-            command += ["-c", str(config)]
-        if cluster_port is not None:
-            command += ["--cluster", f"nats://127.0.0.1:{cluster_port}"]
-        home.mkdir(parents=True, exist_ok=True)
-        command += extra or []
-        self.log = home / "nats.log"
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                         env={**os.environ, **(env or {})})
-        self.wait_until(lambda: self.get("varz") is not None, "the server did not start")
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
-
-    def get(self, what: str) -> dict | None:
-        with contextlib.suppress(OSError, ValueError):
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.monitor}/{what}", timeout=1) as answer:
-                return json.load(answer)
-        return None
-
-    def route_names(self) -> set[str]:
-        routez = self.get("routez") or {}
-        return {route.get("remote_name", "") for route in routez.get("routes") or []}
-
-    def wait_until(self, condition: object, what: str, timeout: float = 10) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():  # type: ignore[operator]
-            assert self.proc.poll() is None, f"{what}: it exited; {self.log.read_text()[-2000:]}"
-            assert time.monotonic() < deadline, f"{what}; {self.log.read_text()[-2000:]}"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-@contextlib.contextmanager
-def running(*servers: Server) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        for server in servers:
-            server.stop()
-
-
 @pytest.mark.integration
 def test_a_server_from_studroom_conf_refuses_anyone_without_credentials(etc_nats: Path) -> None:
-    node = _node(etc_nats, "nats-0")
-    server = Server(node / "studroom.conf", node)
+    folder = node(etc_nats, "nats-0")
+    server = Server(folder / "studroom.conf", folder)
     authority = Authority(etc_nats / "auth")
 
     async def scenario() -> None:
@@ -227,7 +116,7 @@ def test_a_server_from_studroom_conf_refuses_anyone_without_credentials(etc_nats
 @pytest.mark.integration
 def test_a_cluster_from_cluster_conf_keeps_out_a_server_without_the_route_password(etc_nats: Path) -> None:
     ports = [free_port(), free_port(), free_port()]          # the third node stays down
-    nodes = [Server((node := _node(etc_nats, name, port)) / "cluster.conf", node, _route_env(name, ports))
+    nodes = [Server((folder := node(etc_nats, name, port)) / "cluster.conf", folder, route_env(name, ports))
              for name, port in (("nats-1", ports[0]), ("nats-2", ports[1]))]
     with running(*nodes):
         nodes[0].wait_until(lambda: "nats-2" in nodes[0].route_names(), "the two nodes did not form routes")
