@@ -1,0 +1,105 @@
+"""deploy/compose.yaml read as Compose reads it (YAML with merge keys; no image is
+pulled or built here): a 3-node NATS cluster from the deploy NATS files with JetStream
+(the official image, 2.12 or newer), PostgreSQL set up by deploy/postgres/init.sql, the
+credentials issued by a one-shot job, and every ``studroom serve`` service with its own
+credentials, the three NATS URLs, a health check on its /healthz and a command line
+``studroom`` itself accepts."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+import pytest
+import yaml
+from nats_nodes import DEPLOY
+from studroom.services.cli import build_parser
+from test_systemd_units import REPLICATED, SERVED
+
+NODES = ("nats-1", "nats-2", "nats-3")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+
+
+def _words(command: Any) -> list[str]:
+    return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+def test_three_nats_nodes_from_the_deploy_files(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    stores = set()
+    for name in NODES:
+        node = services[name]
+        image, _, tag = node["image"].partition(":")
+        assert image == "nats"
+        assert tuple(int(n) for n in re.match(r"(\d+)\.(\d+)", tag).groups()) >= (2, 12)  # type: ignore[union-attr]
+        assert _words(node["command"]) == ["-c", "/etc/nats/cluster.conf"]
+        env = node["environment"]
+        assert env["NATS_SERVER_NAME"] == name and env["NATS_ROUTE_PASSWORD"].startswith("${NATS_ROUTE_PASSWORD:?")
+        assert sorted(v.split("@")[1] for k, v in env.items() if k.startswith("NATS_ROUTE_") and k[-1].isdigit()) \
+            == [f"{n}:6222" for n in NODES]
+        assert "127.0.0.1:8222/healthz" in " ".join(node["healthcheck"]["test"])
+        assert all(port.startswith("127.0.0.1:") for port in node.get("ports", []))
+        stores.add(next(v for v in node["volumes"] if v.endswith(":/var/lib/nats")))
+        assert "nats-config:/etc/nats:ro" in node["volumes"]
+        assert node["depends_on"]["authority"]["condition"] == "service_completed_successfully"
+    assert len(stores) == 3                                       # a JetStream store each
+
+
+def test_the_authority_job_writes_the_trust_configuration_and_the_credentials(compose: dict[str, Any]) -> None:
+    job = compose["services"]["authority"]
+    script = " ".join(job["command"])
+    assert "studroom auth server-config --auth-dir /authority > /etc/nats/studroom-auth.conf" in script
+    assert "studroom auth service-creds --auth-dir /authority" in script
+    assert "cp /deploy/nats/studroom.conf /deploy/nats/cluster.conf /etc/nats/" in script
+    assert "./nats:/deploy/nats:ro" in job["volumes"] and "authority:/authority" in job["volumes"]
+    others = [name for name, service in compose["services"].items()
+              if name != "authority" and any(v.startswith("authority:") for v in service.get("volumes", []))]
+    assert not others, f"the Authority's keys are mounted in {others}"
+
+
+def test_the_database_is_set_up_by_init_sql(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert services["postgres"]["image"].startswith("postgres:")
+    job = services["database"]
+    words = _words(job["command"])
+    assert words[0] == "psql" and "ON_ERROR_STOP=1" in words and "password=${STUDROOM_DB_PASSWORD}" in words
+    assert "./postgres/init.sql:/deploy/postgres/init.sql:ro" in job["volumes"]
+    assert job["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_every_service_runs_with_its_credentials_the_cluster_and_a_health_check(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    parser = build_parser()
+    for name in SERVED:
+        service = services[name]
+        words = _words(service["command"])
+        assert words[:2] == ["serve", name]
+        args = parser.parse_args(words)
+        assert (getattr(args, "replicas", 1) == 3) == (name in REPLICATED), name
+        env = service["environment"]
+        assert env["STUDROOM_NATS_CREDS"] == f"/etc/studroom/creds/service.{name}.creds"
+        assert env["STUDROOM_NATS_URL"].split(",") == [f"nats://{n}:4222" for n in NODES]
+        assert env["STUDROOM_DATABASE_URL"].startswith("postgresql://studroom:${STUDROOM_DB_PASSWORD")
+        port = env["STUDROOM_METRICS_PORT"]
+        assert f"127.0.0.1:{port}/healthz" in " ".join(service["healthcheck"]["test"])
+        assert service["build"]["dockerfile"] == "deploy/Dockerfile"
+        assert "creds:/etc/studroom/creds:ro" in service["volumes"]
+        assert {k: v["condition"] for k, v in service["depends_on"].items()} == {
+            "authority": "service_completed_successfully", "database": "service_completed_successfully",
+            **dict.fromkeys(NODES, "service_healthy")}
+    assert services["table"]["deploy"]["replicas"] >= 2
+    assert set(services) == {*SERVED, *NODES, "authority", "postgres", "database"}
+
+
+def test_the_image_installs_the_project() -> None:
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.1[1-9]", dockerfile, re.MULTILINE)
+    assert "pip wheel --no-cache-dir --wheel-dir /wheels ." in dockerfile
+    assert 'ENTRYPOINT ["studroom"]' in dockerfile and "USER studroom" in dockerfile
+    ignored = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
+    assert {"!pyproject.toml", "!setup.py", "!domain/**", "!services/**", "!projections/**"} <= set(ignored)
