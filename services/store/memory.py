@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any, Self
 
 from .codec import MsgspecMapper
-from .port import Batch, Notification, VersionConflict, check_batch, conflicting
+from .port import Batch, Notification, Snapshot, VersionConflict, check_batch, check_snapshots, conflicting
 
 
 class InMemoryEventStore:
@@ -18,10 +19,12 @@ class InMemoryEventStore:
         self.mapper = mapper or MsgspecMapper()
         self._streams: dict[str, dict[int, int]] = {}  # stream -> version -> log index
         self._log: list[tuple[str, int, str, bytes]] = []
+        self._snapshots: dict[str, Snapshot] = {}
         self._lock = threading.Lock()
 
-    def append(self, batch: Batch) -> None:
+    def append(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
         check_batch(batch)
+        check_snapshots(snapshots)
         encoded = [
             (stream_id, version, *self.mapper.encode(event))
             for stream_id, expected, events in batch
@@ -35,6 +38,15 @@ class InMemoryEventStore:
             for stream_id, version, topic, state in encoded:
                 self._log.append((stream_id, version, topic, state))
                 self._streams.setdefault(stream_id, {})[version] = len(self._log)
+            for snapshot in snapshots:
+                old = self._snapshots.get(snapshot.stream_id)
+                if old is None or old.format != snapshot.format or old.version < snapshot.version:
+                    self._snapshots[snapshot.stream_id] = snapshot
+
+    def load_snapshot(self, stream_id: str, format: str) -> Snapshot | None:
+        with self._lock:
+            snapshot = self._snapshots.get(stream_id)
+        return snapshot if snapshot is not None and snapshot.format == format else None
 
     def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
         with self._lock:

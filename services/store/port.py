@@ -3,7 +3,9 @@
 A stream is one table's events, named by the table id; a stream's n-th event has
 version n.  ``append`` writes a whole batch of streams in one transaction, or refuses
 all of it with :class:`VersionConflict`; every stored event also gets a notification
-id, in commit order across the store (the relay's outbox).  The adapters are
+id, in commit order across the store (the relay's outbox).  A stream may have one
+:class:`Snapshot` (its state after some version, written with an append, never in
+the notification log).  The adapters are
 :mod:`.postgres` and :mod:`.memory`; see docs/design/event-store.md.
 """
 
@@ -39,12 +41,28 @@ class Notification(msgspec.Struct, frozen=True):
     event: Any
 
 
+class Snapshot(msgspec.Struct, frozen=True):
+    """A stream's state after its first ``version`` events, encoded by the stream's
+    owner in ``format`` (a reader asks for the format it can read)."""
+
+    stream_id: str
+    version: int
+    format: str
+    state: bytes
+
+
 @runtime_checkable
 class EventStore(Protocol):
     """The port. Implemented by ``PostgresEventStore`` and ``InMemoryEventStore``."""
 
-    def append(self, batch: Batch) -> None:
-        """Write all tuples of the batch in one transaction, or raise VersionConflict."""
+    def append(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
+        """Write all tuples of the batch in one transaction, or raise VersionConflict;
+        ``snapshots`` are written in the same transaction, each replacing its
+        stream's snapshot (unless that one is of a later version in the same format)."""
+        ...
+
+    def load_snapshot(self, stream_id: str, format: str) -> Snapshot | None:
+        """The stream's snapshot if it is in ``format``, else None."""
         ...
 
     def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
@@ -70,6 +88,17 @@ def check_batch(batch: Batch) -> None:
             raise ValueError(msg)
         if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
             raise TypeError(f"events of {stream_id!r} must be a list: {events!r}")
+
+
+def check_snapshots(snapshots: Sequence[Snapshot]) -> None:
+    """Refuse malformed snapshots before anything is written (both adapters)."""
+    seen: set[str] = set()
+    for snapshot in snapshots:
+        if not isinstance(snapshot, Snapshot) or not snapshot.stream_id or snapshot.version < 1:
+            raise ValueError(f"not a snapshot of a stream with events: {snapshot!r}")
+        if snapshot.stream_id in seen:
+            raise ValueError(f"two snapshots of stream {snapshot.stream_id!r} in one append")
+        seen.add(snapshot.stream_id)
 
 
 def conflicting(batch: Batch, exists: Callable[[str, int], bool]) -> list[str]:

@@ -10,7 +10,7 @@ docs/design/event-store.md.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 import psycopg
@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from .codec import MsgspecMapper, NullTranscoder
-from .port import Batch, Notification, VersionConflict, check_batch, conflicting
+from .port import Batch, Notification, Snapshot, VersionConflict, check_batch, check_snapshots, conflicting
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -145,11 +145,14 @@ class PostgresEventStore:
             with _ddl_lock(database_url):
                 self.recorder.create_table()
         self._append_function = sql.Identifier(schema, f"{table}_append")
+        self._snapshots = sql.Identifier(schema, f"{table}_snapshots")
         self._append_statement = sql.SQL(
-            "SELECT {}(%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text)"
+            "SELECT {}(%s::text[], %s::bigint[], %s::text[], %b::bytea[], %s::text, "
+            "%s::text[], %s::bigint[], %s::text[], %b::bytea[])"
         ).format(self._append_function)
         self._lock_timeout = f"{int(lock_timeout)}s"
         if create_table:
+            self._create_snapshots_table(database_url)
             self._create_append_function(database_url)
         self._database_url = database_url
         self._notifications_statement = sql.SQL(
@@ -160,9 +163,13 @@ class PostgresEventStore:
             "SELECT originator_id, max(originator_version) AS version "
             "FROM {}.{} WHERE originator_id = ANY(%s) GROUP BY originator_id"
         ).format(sql.Identifier(schema), sql.Identifier(table))
+        self._snapshot_statement = sql.SQL(
+            "SELECT version, state FROM {} WHERE stream_id = %s AND format = %s"
+        ).format(self._snapshots)
 
-    def append(self, batch: Batch) -> None:
+    def append(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
         check_batch(batch)
+        check_snapshots(snapshots)
         ids: list[str] = []
         versions: list[int] = []
         topics: list[str] = []
@@ -175,22 +182,37 @@ class PostgresEventStore:
                 versions.append(version)
                 topics.append(topic)
                 states.append(state)
-        if not ids:
+        if not ids and not snapshots:
             return
         try:
-            self._insert(ids, versions, topics, states)
+            self._insert(ids, versions, topics, states, snapshots)
         except IntegrityError as error:
             lengths = self._stored_lengths(batch)
             conflicts = conflicting(batch, lambda s, v: v <= lengths.get(s, 0))
             raise VersionConflict(conflicts[0] if conflicts else batch[0][0], conflicts) from error
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def _insert(self, ids: list[str], versions: list[int], topics: list[str], states: list[bytes]) -> None:
+    def _insert(self, ids: list[str], versions: list[int], topics: list[str], states: list[bytes],
+                snapshots: Sequence[Snapshot]) -> None:
         """One call of the append function (the retries are eventsourcing's own for
         ``insert_events``: a broken pooled connection is replaced)."""
+        snapshot_columns = (
+            [s.stream_id for s in snapshots], [s.version for s in snapshots],
+            [s.format for s in snapshots], [s.state for s in snapshots],
+        )
         with self.datastore.get_connection() as conn:
-            conn.execute(self._append_statement, (ids, versions, topics, states, self._lock_timeout),
-                         prepare=True)
+            conn.execute(self._append_statement,
+                         (ids, versions, topics, states, self._lock_timeout, *snapshot_columns), prepare=True)
+
+    def _create_snapshots_table(self, database_url: str) -> None:
+        """``{schema}.{table}_snapshots``: one row per stream, its latest snapshot (not
+        an events table: no notification ids, nothing the relay reads)."""
+        statement = sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (stream_id text PRIMARY KEY, version bigint NOT NULL, "
+            "format text NOT NULL, state bytea NOT NULL)"
+        ).format(self._snapshots)
+        with _ddl_lock(database_url) as conn:
+            conn.execute(statement)
 
     def _create_append_function(self, database_url: str) -> None:
         """``{schema}.{table}_append``: eventsourcing's insert (lock, notify, insert)
@@ -198,7 +220,8 @@ class PostgresEventStore:
         events = sql.Identifier(self.schema, self.table)
         body = sql.SQL(
             "CREATE OR REPLACE FUNCTION {function}("
-            "ids text[], versions bigint[], topics text[], states bytea[], wait text) "
+            "ids text[], versions bigint[], topics text[], states bytea[], wait text, "
+            "snapshot_ids text[], snapshot_versions bigint[], snapshot_formats text[], snapshot_states bytea[]) "
             "RETURNS void LANGUAGE plpgsql AS $body$ "
             "BEGIN "
             "PERFORM set_config('lock_timeout', wait, true); "
@@ -206,10 +229,16 @@ class PostgresEventStore:
             "NOTIFY {channel}; "
             "INSERT INTO {events} (originator_id, originator_version, topic, state) "
             "SELECT * FROM unnest(ids, versions, topics, states); "
+            "INSERT INTO {snapshots} AS old (stream_id, version, format, state) "
+            "SELECT * FROM unnest(snapshot_ids, snapshot_versions, snapshot_formats, snapshot_states) "
+            "ON CONFLICT (stream_id) DO UPDATE "
+            "SET version = excluded.version, format = excluded.format, state = excluded.state "
+            "WHERE old.format <> excluded.format OR old.version < excluded.version; "
             "END; $body$"
         ).format(
             function=self._append_function,
             events=events,
+            snapshots=self._snapshots,
             channel=sql.Identifier(self.recorder.channel_name),
         )
         with _ddl_lock(database_url) as conn:
@@ -219,6 +248,12 @@ class PostgresEventStore:
         rows = self.recorder.select_events(stream_id, gt=after_version or None)
         decode = self.mapper.decode
         return [decode(row.topic, row.state) for row in rows]
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def load_snapshot(self, stream_id: str, format: str) -> Snapshot | None:
+        with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
+            row = cursor.execute(self._snapshot_statement, (stream_id, format), prepare=True).fetchone()
+        return None if row is None else Snapshot(stream_id, row[0], format, bytes(row[1]))
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def read_notifications(self, start: int, limit: int) -> list[Notification]:
