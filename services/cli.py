@@ -10,10 +10,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from types import ModuleType
+
+from .runtime.arguments import (
+    Parser,
+    int_range,
+    non_negative_int,
+    one_line,
+    positive_float,
+    positive_int,
+)
 
 # studroom serve <name>: the composition root of each process
 SERVICES = {
@@ -35,6 +45,7 @@ TOOLS: dict[str, str] = {
     "lobby": "studroom.projections.lobby.commands",
     "history": "studroom.projections.history.cli",
     "disputes": "studroom.services.disputes.cli",
+    "health": "studroom.services.runtime.health",
 }
 
 # studroom bench <name>
@@ -47,6 +58,7 @@ BENCHMARKS = {
     "lobby": "studroom.services.bench.lobby",
     "ledger": "studroom.services.bench.ledger",
     "history": "studroom.services.bench.history",
+    "faults": "studroom.services.bench.faults",
 }
 
 
@@ -87,7 +99,6 @@ def _hand_play(args: argparse.Namespace) -> int:
 def _hand_audit(args: argparse.Namespace) -> int:
     """R32: check every hand of a stream (audit.stream says which files): 1 if any finding."""
     import msgspec
-
     from studroom.domain.audit import audit, stream
 
     try:
@@ -135,14 +146,21 @@ def _add_hand_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_room_command(commands: argparse._SubParsersAction) -> None:
+    from .room.plans import MAX_BOTS_PER_TABLE
+    from .wire.subjects import PARTITIONS
+
     room = commands.add_parser("room", help="a live room: servers, table services, relay, timer and bots")
-    room.add_argument("--tables", type=int, default=4, help="tables to play on (default 4)")
-    room.add_argument("--bots-per-table", type=int, default=5, help="bots at each table (default 5)")
-    room.add_argument("--for", dest="seconds", type=float, default=None, metavar="SECONDS",
-                      help="stop after this long and print a summary (default: until Ctrl-C)")
-    room.add_argument("--instances", type=int, default=1, help="table-service processes (default 1)")
-    room.add_argument("--stores", type=int, default=1, help="event stores (partitions of tables, default 1)")
-    room.add_argument("--pace", type=int, default=0, metavar="MS", help="bots think this long (default 0)")
+    room.add_argument("--tables", type=positive_int, default=4, help="tables to play on (default 4)")
+    room.add_argument("--bots-per-table", type=int_range(2, MAX_BOTS_PER_TABLE), default=5,
+                      help=f"bots at each table, 2 to {MAX_BOTS_PER_TABLE} (default 5)")
+    room.add_argument("--for", dest="seconds", type=positive_float, default=None, metavar="SECONDS",
+                      help="stop after this long, opening the tables included, and print a summary "
+                           "(default: until Ctrl-C)")
+    room.add_argument("--instances", type=int_range(1, PARTITIONS), default=1,
+                      help=f"table-service processes, 1 to {PARTITIONS} (default 1)")
+    room.add_argument("--stores", type=int_range(1, PARTITIONS), default=1,
+                      help=f"event stores (partitions of tables), 1 to {PARTITIONS} (default 1)")
+    room.add_argument("--pace", type=non_negative_int, default=0, metavar="MS", help="bots think this long (default 0)")
     room.add_argument("--data-dir", default=None, help="embedded servers' data (default .studroom/ or STUDROOM_DATA_DIR)")
     room.add_argument("--quiet", action="store_true", help="no progress line")
     room.add_argument("--no-timers", action="store_true", help="no timer service (absent players never time out)")
@@ -176,7 +194,7 @@ def _add_tools(commands: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="studroom", description="Studroom: an online stud poker room.")
+    parser = Parser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
     _add_hand_commands(commands)
     _add_room_command(commands)
@@ -186,13 +204,38 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="write the JSON Schemas of events, commands, replies")
     schema.add_argument("dir", nargs="?", help="output folder (default: docs/schema)")
     schema.set_defaults(run=_schema)
+    for command in _commands(parser):
+        command.add_argument("--debug", action="store_true", help="show the traceback of an error")
+        command.set_defaults(prog=command.prog)
     return parser
 
 
+def _commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """The parsers of the commands that run something (the leaves of the tree)."""
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subcommands:
+        yield parser
+    for action in subcommands:
+        for sub in dict.fromkeys(action.choices.values()):     # aliases name a parser twice
+            yield from _commands(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; an error is one line on stderr (``--debug``: its traceback)."""
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
-    return run(args)
+    # nats-py logs a traceback for every failed (re)connection; process.connect says it once
+    logging.getLogger("nats").setLevel(logging.CRITICAL)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print(f"\n{args.prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if args.debug:
+            raise
+        print(f"{args.prog}: {one_line(error)} (--debug shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from studroom.services.runtime.arguments import positive_int
 from studroom.services.runtime.settings import Settings
 
 
@@ -28,14 +29,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     hands = actions.add_parser("hands", help="a player's latest hands with their results")
     hands.add_argument("player")
     hands.add_argument("--table", default=None, help="only at this table")
-    hands.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    hands.add_argument("--limit", type=positive_int, default=50, help="at most this many (default 50)")
     hands.set_defaults(run=_hands)
     sessions = actions.add_parser("sessions", help="a player's sessions and totals per game and stakes")
     sessions.add_argument("player")
     sessions.set_defaults(run=_sessions)
     export = actions.add_parser("export", help="one hand as PHH (phh-std TOML) or as a text hand history")
     export.add_argument("table")
-    export.add_argument("hand", type=int, help="the hand number at that table (from 1)")
+    export.add_argument("hand", type=positive_int, help="the hand number at that table (from 1)")
     export.add_argument("--format", choices=("phh", "text"), default="text")
     export.add_argument("--lang", choices=("en", "de"), default="en", help="the text's language (default en)")
     export.add_argument("--as", dest="player", default=None, help="as this player may see it (R23)")

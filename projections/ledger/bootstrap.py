@@ -21,6 +21,7 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
+from studroom.services.runtime.arguments import positive_float, positive_int
 from studroom.services.runtime.settings import Settings
 
 from .schema import LEDGER_SCHEMA
@@ -37,19 +38,22 @@ log = logging.getLogger("studroom.ledger")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stores", type=int, default=None,
+    parser.add_argument("--stores", type=positive_int, default=None,
                         help="the table stores studroom_p0 .. studroom_p{N-1} (default: every one found, "
                              "looked for again every few seconds)")
     parser.add_argument("--schema", action="append", default=None, help="a table store's schema (repeatable)")
     parser.add_argument("--cashier-schema", default=None, help="the cashier's store (default studroom_cashier)")
     parser.add_argument("--ledger-schema", default=LEDGER_SCHEMA, help=f"the books (default {LEDGER_SCHEMA})")
-    parser.add_argument("--batch-size", type=int, default=2000, help="events booked per transaction (default 2000)")
-    parser.add_argument("--poll-interval", type=float, default=0.2, metavar="SECONDS",
+    parser.add_argument("--batch-size", type=positive_int, default=2000, help="events booked per transaction (default 2000)")
+    parser.add_argument("--poll-interval", type=positive_float, default=0.2, metavar="SECONDS",
                         help="how often to look for new events when all is booked (default 0.2)")
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from studroom.services.runtime import observe
     from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
+    from studroom.services.runtime.lag import positions_poll
+    from studroom.services.runtime.metrics import counter
 
     from .projector import Projector
 
@@ -59,6 +63,9 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         url = settings.database_url or stack.enter_context(EmbeddedPostgres(settings.data_dir)).url
         projector = Projector(url, [], ledger_schema=args.ledger_schema, batch_size=args.batch_size,
                               before_commit=_kill_at(os.environ.get(KILL_AT_VAR)))
+        observer = observe.start(args, settings, "ledger", stop)
+        observer.add(lambda: [counter("ledger_booked", "events booked by this instance", projector.booked)])
+        observer.poll(positions_poll("ledger", url, args.ledger_schema))
         try:
             await _book_until(stop, projector, args)
         finally:

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from studroom.services.runtime.arguments import positive_int
+
 from .schema import LEDGER_SCHEMA
 
 
@@ -46,7 +48,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def _common(parser: argparse.ArgumentParser, run: Any, *, csv: bool = True) -> None:
     if csv:
         parser.add_argument("--csv", action="store_true", help="as CSV")
-    parser.add_argument("--stores", type=int, default=None,
+    parser.add_argument("--stores", type=positive_int, default=None,
                         help="the table stores studroom_p0 .. studroom_p{N-1} (default: every one found)")
     parser.add_argument("--schema", action="append", default=None, help="a table store's schema (repeatable)")
     parser.add_argument("--cashier-schema", default=None, help="the cashier's store (default studroom_cashier)")

@@ -15,7 +15,7 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from studroom.domain.names import NAME_RULE, is_name
+from studroom.services.runtime.arguments import MAX_REPLICAS, int_range, name
 from studroom.services.runtime.settings import Settings
 
 if TYPE_CHECKING:
@@ -27,17 +27,24 @@ log = logging.getLogger("studroom.lobby")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance-id", default=None,
+    parser.add_argument("--instance-id", type=name, default=None,
                         help="names its consumer of the public stream, kept across restarts; each instance "
                              "needs its own (default: the host name)")
-    parser.add_argument("--replicas", type=int, default=1,
+    parser.add_argument("--replicas", type=int_range(1, MAX_REPLICAS), default=1,
                         help="replicas of the lobby's bucket when created (production: 3)")
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    if args.instance_id is not None and not is_name(args.instance_id):
-        raise SystemExit(f"--instance-id: {NAME_RULE}")
-    await serve_lobby(settings, instance_id=args.instance_id, replicas=args.replicas, stop=stop)
+    from studroom.services.runtime import observe
+
+    from .metrics import lobby_lag, lobby_metrics
+    from .service import LobbyStats, default_instance_id
+
+    stats, instance_id = LobbyStats(), args.instance_id or default_instance_id()
+    observer = observe.start(args, settings, "lobby", stop, instance=instance_id)
+    observer.add(lobby_metrics(stats))
+    observer.poll(lobby_lag(observer, instance_id))
+    await serve_lobby(settings, instance_id=instance_id, replicas=args.replicas, stop=stop, stats=stats)
 
 
 async def serve_lobby(settings: Settings, *, instance_id: str | None = None, replicas: int = 1,
@@ -46,6 +53,7 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
     from studroom.services.runtime import process
     from studroom.services.runtime.credentials import credentials, masked_url
     from studroom.services.runtime.embedded_nats import EmbeddedNats
+    from studroom.services.runtime.preflight import preflight
 
     from .service import SENDER, LobbyService, LobbyStats, default_instance_id
 
@@ -63,6 +71,7 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
         nc = await process.connect(url, f"studroom-lobby-{instance_id}", reconnect_time_wait=0.25,
                                    creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
         try:
+            await preflight(nc, sender=("service", SENDER))
             service = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
             log.info("lobby %s: NATS %s", instance_id, masked_url(url))
             if await _set_up(service, stop):

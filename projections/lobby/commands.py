@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from studroom.domain.games import GAMES
+from studroom.services.runtime.arguments import positive_float
 
 from .rendering import LANGUAGES
 
@@ -41,7 +42,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _add_for(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--for", dest="seconds", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--for", dest="seconds", type=positive_float, default=None, metavar="SECONDS",
                         help="stop after this long (default: until Ctrl-C)")
 
 

@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Callable
 
+from ..runtime.arguments import positive_float
 from ..runtime.settings import Settings
 
 HELP = "the cashier: players' accounts, buy-ins to seats (a saga), cash-outs"
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--instance-id", default=None,
                         help="a name unique among the running instances (default: host-pid)")
-    parser.add_argument("--takeover-after", type=float, default=30.0, metavar="SECONDS",
+    parser.add_argument("--takeover-after", type=positive_float, default=30.0, metavar="SECONDS",
                         help="finish another instance's open buy-in it has not touched this long (default 30)")
     parser.add_argument("--schema", default=CASHIER_SCHEMA, help=argparse.SUPPRESS)
     parser.add_argument("--consumer", default=CONSUMER, help=argparse.SUPPRESS)
@@ -40,15 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from ..runtime import process
+    from ..runtime import observe, process
     from ..runtime.credentials import credentials
+    from ..runtime.preflight import preflight
     from ..runtime.servers import servers
     from ..store.postgres import PostgresEventStore
     from ..table.bootstrap import default_instance_id
+    from .metrics import cashier_lag, cashier_metrics
     from .saga import SENDER
     from .service import CashierService
 
     instance_id = args.instance_id or default_instance_id()
+    observer = observe.start(args, settings, "cashier", stop, instance=instance_id)
+    observer.poll(cashier_lag(observer, args.consumer))
     service: CashierService | None = None
 
     async def reconnected() -> None:
@@ -63,10 +68,12 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         nc = await process.connect(nats_url, f"studroom-cashier-{instance_id}",
                                    creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
         try:
+            await preflight(nc, sender=("service", SENDER))
             service = CashierService(nc, store, instance_id=instance_id,
                                      takeover_ms=int(args.takeover_after * 1000),
                                      consumer=args.consumer, after_step=_crash_after(args.crash_after))
             await service.start()
+            observer.add(cashier_metrics(service))
             print(f"cashier {instance_id} ready: store {store.name}", flush=True)
             await service.run(stop)
             await service.close()

@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 import msgspec
 from studroom.domain.account import balance_change
 
+from ..runtime.arguments import positive_int
 from .protocol import CashierReply, Movement
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        ("withdraw", "chips out of a player's account")):
         move = actions.add_parser(name, help=what)
         move.add_argument("player")
-        move.add_argument("amount", type=int)
+        move.add_argument("amount", type=positive_int, help="chips, at least 1")
         move.add_argument("--reference", required=True,
                           help="the payment's reference, unique in the account (1..64 letters, digits, '_', '-')")
         _common(move, _deposit if name == "deposit" else _withdraw, _print_balance)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..runtime.arguments import positive_int
 from ..runtime.settings import Settings
 
 
@@ -18,7 +19,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     replay = commands.add_parser(
         "replay", help="rebuild a hand from the event store, check its deck, re-run every command, print the timeline")
     replay.add_argument("table", help="the table id, e.g. t01")
-    replay.add_argument("hand", type=int, help="the hand number at that table (from 1)")
+    replay.add_argument("hand", type=positive_int, help="the hand number at that table (from 1)")
     replay.add_argument("--as", dest="player", default=None, help="as this player may see it (R23)")
     replay.set_defaults(run=_replay)
     verify = commands.add_parser("verify", help="every finished hand of a period replays consistently (exit 1 if not)")

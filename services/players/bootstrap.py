@@ -17,6 +17,7 @@ import random
 from pathlib import Path
 
 from ..runtime import process
+from ..runtime.arguments import name, non_negative_int
 from ..runtime.credentials import credentials
 from ..runtime.settings import Settings
 
@@ -26,10 +27,10 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--table", required=True)
-    parser.add_argument("--seat", type=int, required=True)
-    parser.add_argument("--player", required=True)
-    parser.add_argument("--pace", type=int, default=500, metavar="MS", help="think time (default 500)")
+    parser.add_argument("--table", type=name, required=True)
+    parser.add_argument("--seat", type=non_negative_int, required=True)
+    parser.add_argument("--player", type=name, required=True)
+    parser.add_argument("--pace", type=non_negative_int, default=500, metavar="MS", help="think time (default 500)")
     parser.add_argument("--seed", type=int, default=None, help="random seed of its decisions")
     parser.add_argument("--cashier", action="store_true",
                         help="buy in and top up through the cashier, from the player's account "

@@ -13,8 +13,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from ..runtime.arguments import MAX_REPLICAS, int_range, positive_float, positive_int
+from ..runtime.logs import fields
 from ..runtime.settings import Settings
 from ..store.layout import store_schemas
 from ..wire import subjects
@@ -30,17 +33,17 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stores", type=int, default=1,
+    parser.add_argument("--stores", type=int_range(1, subjects.PARTITIONS), default=1,
                         help="number of partitioned stores: schemas studroom_p0 .. studroom_p{N-1}")
     parser.add_argument("--schema", action="append", default=None,
                         help="a store's schema (repeatable; replaces --stores)")
-    parser.add_argument("--batch-size", type=int, default=RelayConfig.batch_size)
-    parser.add_argument("--poll-interval", type=float, default=RelayConfig.poll_interval)
-    parser.add_argument("--replicas", type=int, default=RelayConfig.replicas,
+    parser.add_argument("--batch-size", type=positive_int, default=RelayConfig.batch_size)
+    parser.add_argument("--poll-interval", type=positive_float, default=RelayConfig.poll_interval)
+    parser.add_argument("--replicas", type=int_range(1, MAX_REPLICAS), default=RelayConfig.replicas,
                         help="stream replicas (production: 3)")
-    parser.add_argument("--private-max-age", type=float, default=RelayConfig.private_max_age, metavar="SECONDS",
+    parser.add_argument("--private-max-age", type=positive_float, default=RelayConfig.private_max_age, metavar="SECONDS",
                         help="how long the private stream keeps players' down cards (default 86400: 24 h)")
-    parser.add_argument("--public-max-age", type=float, default=RelayConfig.public_max_age, metavar="SECONDS",
+    parser.add_argument("--public-max-age", type=positive_float, default=RelayConfig.public_max_age, metavar="SECONDS",
                         help="how long the public stream keeps events (default 604800: 7 days)")
 
 
@@ -53,10 +56,20 @@ def relay_config(args: argparse.Namespace) -> RelayConfig:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from ..runtime import observe
+    from .metrics import relay_backlog, relay_metrics
+
+    observer = observe.start(args, settings, "relay", stop)
+
+    def ready(relay: Relay) -> None:
+        observer.add(relay_metrics(relay))
+        observer.poll(relay_backlog(relay))
+        observer.ready(lambda: {"ready": relay.connected.is_set(), "stores": len(relay.stores)})
+
     relay = await serve_relay(settings, store_schemas=args.schema or store_schemas(args.stores),
-                              stop=stop, config=relay_config(args))
+                              stop=stop, config=relay_config(args), on_ready=ready)
     for name, stats in relay.stats().items():
-        log.info("relay %s: %s", name, stats)
+        log.info("relay stops", extra=fields(store=name, **asdict(stats)))
 
 
 async def serve_relay(
@@ -71,6 +84,7 @@ async def serve_relay(
     ``stop`` is set (or the task is cancelled), as the service "relay". Returns the
     relay (its stats)."""
     from ..runtime.credentials import credentials
+    from ..runtime.preflight import preflight_url
     from ..runtime.servers import servers
     from .relay import Relay
     from .store_relay import StoreRelay
@@ -86,6 +100,7 @@ async def serve_relay(
             nats_url, database_url = exits.enter_context(servers(settings))
         else:
             nats_url, database_url = settings.nats_url, settings.database_url
+        await preflight_url(nats_url, credentials(settings, "service", "relay"), "relay")
         stores: list[PostgresEventStore] = []
         try:
             for schema in store_schemas:

@@ -84,6 +84,7 @@ class Room:
         self.stall_seconds = stall_seconds
         self.stats = BotStats(keep_latencies=keep_latencies)
         self.bots: list[Bot] = []
+        self.opened = 0               # tables opened so far by start()
         self._connections: list[Any] = []
         self._subs: list[Any] = []
 
@@ -94,6 +95,7 @@ class Room:
         spectator = await self._connect("spectator", SPECTATOR)
         for plan in self.plans:
             await open_table(floor, plan, deadline)
+            self.opened += 1
             clients = await asyncio.gather(*(self._client("player", p) for p in plan.seats.values()))
             bots = [
                 Bot(client, plan.table_id, seat, random.Random(self.rng.getrandbits(64)), self.pace_ms,

@@ -60,3 +60,8 @@ def plan_tables(ids: Sequence[str], bots_per_table: int,
             seats.setdefault(seat, player_name(table_id, seat))
         plans.append(TablePlan(table_id, config, dict(sorted(seats.items())), kept))
     return plans
+
+
+# the most bots every table of the room seats (a game's seats, or fewer by its configuration)
+MAX_BOTS_PER_TABLE = min(min(table_config(i).seat_count, GAMES[table_config(i).game].max_seats)
+                         for i in range(len(ROOM_GAMES)))

@@ -1,5 +1,5 @@
-"""The room's progress line: hands, actions and their rate, tables, bots, errors and
-services that are down; rewritten in place on a terminal."""
+"""The room's progress line: hands, actions and their rate, tables, bots, errors,
+services started again and services that are down; rewritten in place on a terminal."""
 
 from __future__ import annotations
 
@@ -30,9 +30,11 @@ class ActionRate:
 
 
 def status_line(*, hands: int, actions: int, rate: float, tables: int, bots: int,
-                errors: int, seconds: float, down: Sequence[str] = ()) -> str:
+                errors: int, seconds: float, down: Sequence[str] = (), restarts: int = 0) -> str:
     line = (f"hands {hands:>7} | actions {actions:>8} ({rate:7.1f}/s) | tables {tables} | "
             f"bots {bots} | errors {errors} | {seconds:5.0f} s")
+    if restarts:
+        line += f" | restarts {restarts}"
     if down:
         line += " | DOWN: " + ", ".join(down)
     return line

@@ -33,6 +33,7 @@ from studroom.projections.ledger.room_check import chip_check
 
 from ..auth.authority import Authority, room_authority
 from ..runtime import process
+from ..runtime.arguments import one_line
 from ..runtime.credentials import masked_url
 from ..runtime.servers import servers
 from ..runtime.settings import Settings
@@ -45,6 +46,7 @@ from .plans import TablePlan, plan_tables, table_ids
 from .progress import ActionRate, Progress, status_line
 
 Say = Callable[[str], Any]
+SUPERVISE_EVERY = 0.25      # seconds between two looks for dead services
 
 
 @dataclass
@@ -69,7 +71,7 @@ class RoomOptions:
 
 @dataclass
 class RoomResult:
-    seconds: float
+    seconds: float                # of play (0: the tables were never all open)
     tables: int
     bots: int
     hands: int
@@ -79,6 +81,8 @@ class RoomResult:
     stale: int
     latencies: list[float]
     error_codes: dict[str, int]
+    not_played: str | None        # why the bots never played, if they did not
+    restarts: dict[str, int]      # services started again after they died, by name
 
 
 def cli(args: argparse.Namespace) -> int:
@@ -132,8 +136,6 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         result: RoomResult | None = None
         try:
             result = asyncio.run(_play_until_signal(nats_url, authority, plans, options, services, out))
-        except RuntimeError as e:
-            problems.append(str(e))
         finally:
             with _shutting_down(say):
                 problems += services.stop()
@@ -142,7 +144,8 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             after = events_stored(database_url, schemas)
             chips = chip_check(database_url, schemas)
     _summary(say, result, before, after, chips, problems, options)
-    return 0 if chips.conserved and result is not None and not problems else 1
+    played = result is not None and result.not_played is None
+    return 0 if played and chips.tables and chips.conserved and not problems else 1
 
 
 def issue_credentials(authority: Authority, plans: Sequence[TablePlan], services: Services) -> int:
@@ -164,17 +167,20 @@ async def _play_until_signal(nats_url: str, authority: Authority, plans: Sequenc
 async def play(nats_url: str, authority: Authority, plans: Sequence[TablePlan], *,
                seconds: float | None, pace_ms: int, stop: asyncio.Event, progress: Progress,
                services: Services) -> RoomResult:
-    """Seat the bots and let them play until ``stop`` or ``seconds``, showing progress."""
+    """Seat the bots and let them play until ``stop`` or ``seconds`` (opening the tables
+    included), showing progress; the services that die are started again meanwhile."""
     room = Room(nats_url, plans, authority=authority, pace_ms=pace_ms)
     stats = room.stats
+    end = None if seconds is None else time.monotonic() + seconds
+    supervising = asyncio.create_task(_supervise(services))
     started = time.monotonic()
+    not_played: str | None = "stopped"
     try:
-        await _start_unless_stopped(room, stop)
+        not_played = await _start(room, stop, end, seconds)
         started = time.monotonic()
         base_actions = stats.actions
         rate = ActionRate(started, base_actions)
-        end = None if seconds is None else started + seconds
-        while not stop.is_set():
+        while not_played is None and not stop.is_set():
             timeout = 0.5 if end is None else max(min(0.5, end - time.monotonic()), 0)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout)
@@ -182,32 +188,50 @@ async def play(nats_url: str, authority: Authority, plans: Sequence[TablePlan], 
             progress.show(status_line(
                 hands=stats.hands, actions=stats.actions - base_actions,
                 rate=rate.add(now, stats.actions), tables=len(plans), bots=len(room.bots),
-                errors=stats.errors, seconds=now - started, down=services.dead()))
+                errors=stats.errors, seconds=now - started, down=services.dead(),
+                restarts=sum(services.restarts().values())))
             if end is not None and now >= end:
                 break
     finally:
-        elapsed = time.monotonic() - started
+        elapsed = 0.0 if not_played else time.monotonic() - started
+        supervising.cancel()
         progress.done()
         await room.stop()
     return RoomResult(
         seconds=elapsed, tables=len(plans), bots=len(room.bots), hands=stats.hands,
         actions=stats.actions, commands=stats.commands, errors=stats.errors,
         stale=stats.refused_stale, latencies=list(stats.latencies), error_codes=stats.error_codes,
+        not_played=not_played, restarts=services.restarts(),
     )
 
 
-async def _start_unless_stopped(room: Room, stop: asyncio.Event) -> None:
-    """Open the tables and seat the bots, unless ``stop`` comes first."""
+async def _supervise(services: Services, every: float = SUPERVISE_EVERY) -> None:
+    """Start again the services that die (:meth:`Services.supervise`), until cancelled."""
+    while True:
+        services.supervise()
+        await asyncio.sleep(every)
+
+
+async def _start(room: Room, stop: asyncio.Event, end: float | None, seconds: float | None) -> str | None:
+    """Open the tables and seat the bots, unless ``stop`` or ``end`` comes first:
+    None, or why the bots cannot play."""
     start_task = asyncio.create_task(room.start())
     stop_task = asyncio.create_task(stop.wait())
-    await asyncio.wait({start_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+    timeout = None if end is None else max(end - time.monotonic(), 0)
+    await asyncio.wait({start_task, stop_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     stop_task.cancel()
     if start_task.done():
-        start_task.result()
-        return
+        error = start_task.exception()
+        if error is None:
+            return None
+        return str(error) if isinstance(error, RuntimeError) else one_line(error)
     start_task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await start_task
+    opened = f"{room.opened} of {len(room.plans)} tables open"
+    if stop.is_set():
+        return f"stopped before the tables were open ({opened})"
+    return f"the tables were not open within --for {seconds:g} s ({opened})"
 
 
 @contextlib.contextmanager
@@ -228,27 +252,38 @@ def _summary(say: Say, result: RoomResult | None, before: int, after: int, chips
              problems: Iterable[str], options: RoomOptions) -> None:
     say("")
     say("summary")
-    if result is not None:
+    if result is not None and result.not_played is None:
         secs = max(result.seconds, 1e-9)
         say(f"  ran          {result.seconds:.1f} s, {result.tables} tables, {result.bots} bots, "
             f"{options.instances} table service(s), {options.stores} store(s)")
         say(f"  hands        {result.hands} ({result.hands / secs:.1f}/s)")
         say(f"  actions      {result.actions} ({result.actions / secs:.1f}/s); "
             f"commands {result.commands}")
-        say(f"  latency      p50 {percentile(result.latencies, 50) * 1000:.1f} ms, "
-            f"p99 {percentile(result.latencies, 99) * 1000:.1f} ms (request -> reply)")
+        if result.latencies:
+            say(f"  latency      p50 {percentile(result.latencies, 50) * 1000:.1f} ms, "
+                f"p99 {percentile(result.latencies, 99) * 1000:.1f} ms (request -> reply)")
+        else:
+            say("  latency      none measured (no request answered)")
         codes = ", ".join(f"{k} {v}" for k, v in sorted(result.error_codes.items()))
         say(f"  errors       {result.errors}" + (f" ({codes})" if codes else "")
             + f"; stale answers {result.stale}")
         say(f"  events       {after - before} stored this run ({(after - before) / secs:.1f}/s), "
             f"{after} in all")
     else:
+        why = "" if result is None else f": {result.not_played}"
+        say(f"  no tables played{why}")
         say(f"  events       {after - before} stored this run, {after} in all")
+    if result is not None:
+        restarts = ", ".join(f"{name} {n}" for name, n in sorted(result.restarts.items()))
+        say(f"  restarts     {restarts or 'none'}")
     say(f"  hands stored {chips.hands} on {chips.tables} tables")
-    verdict = "yes" if chips.conserved else "NO"
-    say(f"  chips conserved: {verdict} (bought {chips.bought} = behind {chips.behind} "
-        f"+ in hands {chips.in_hand} + rake {chips.rake} + cashed out "
-        f"{chips.cashed_out}; {chips.tables} tables replayed)")
+    if chips.tables:
+        verdict = "yes" if chips.conserved else "NO"
+        say(f"  chips conserved: {verdict} (bought {chips.bought} = behind {chips.behind} "
+            f"+ in hands {chips.in_hand} + rake {chips.rake} + cashed out "
+            f"{chips.cashed_out}; {chips.tables} tables replayed)")
+    else:
+        say("  chips        no table in the store(s): nothing to check")
     for bad in chips.bad[:10]:
         say(f"    {bad}")
     for problem in problems:

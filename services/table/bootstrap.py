@@ -17,6 +17,14 @@ import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..runtime.arguments import (
+    MAX_REPLICAS,
+    int_range,
+    name,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from ..runtime.settings import Settings
 from ..store.layout import STORE_SCHEMA_PREFIX, store_schema
 from ..wire import subjects
@@ -29,26 +37,38 @@ HELP = "the table service: commands in, events stored (partition leases, group c
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--instance-id", help="a name unique among the running instances (default: host-pid)")
-    parser.add_argument("--stores", type=int, default=1,
+    parser.add_argument("--instance-id", type=name,
+                        help="a name unique among the running instances (default: host-pid)")
+    parser.add_argument("--stores", type=int_range(1, subjects.PARTITIONS), default=1,
                         help="event stores (schemas); the same for all instances (default 1)")
-    parser.add_argument("--partitions", type=int, default=subjects.PARTITIONS,
+    parser.add_argument("--partitions", type=positive_int, default=subjects.PARTITIONS,
                         help="partitions of the server's subject mapping (default %(default)s)")
-    parser.add_argument("--pause-ms", type=int, default=0, help="pause between hands (default 0)")
-    parser.add_argument("--lease-ttl", type=float, default=DEFAULT_LEASE_TTL,
+    parser.add_argument("--pause-ms", type=non_negative_int, default=0, help="pause between hands (default 0)")
+    parser.add_argument("--lease-ttl", type=positive_float, default=DEFAULT_LEASE_TTL,
                         help="partition lease TTL in seconds (default %(default)s)")
+    parser.add_argument("--replicas", type=int_range(1, MAX_REPLICAS), default=1,
+                        help="replicas of the lease bucket when created (production: 3)")
     parser.add_argument("--lease-bucket", default=LEASE_BUCKET, help=argparse.SUPPRESS)
     parser.add_argument("--schema-prefix", default=STORE_SCHEMA_PREFIX, help=argparse.SUPPRESS)
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from ..runtime import observe
+    from .metrics import table_metrics
+
+    args.instance_id = args.instance_id or default_instance_id()
+    observer = observe.start(args, settings, "table", stop)
+
     def ready(service: TableService) -> None:
+        observer.add(table_metrics(service))
+        observer.ready(lambda: {"partitions": len(service.owned())})
         print(f"table service {service.instance_id} ready: partitions {spread(service.owned())}", flush=True)
 
     await serve_table(
         settings, instance_id=args.instance_id, stores=args.stores, partitions=args.partitions,
         stop=stop, pause_ms=args.pause_ms, lease_ttl=args.lease_ttl,
         lease_bucket=args.lease_bucket, schema_prefix=args.schema_prefix, on_ready=ready,
+        replicas=args.replicas,
     )
 
 
@@ -69,6 +89,7 @@ async def serve_table(
     lease_bucket: str = LEASE_BUCKET,
     schema_prefix: str = STORE_SCHEMA_PREFIX,
     on_ready: Callable[[TableService], None] | None = None,
+    replicas: int = 1,
 ) -> None:
     """Run one table-service instance until ``stop`` is set.
 
@@ -79,6 +100,7 @@ async def serve_table(
     """
     from ..runtime import process
     from ..runtime.credentials import credentials
+    from ..runtime.preflight import preflight
     from ..runtime.servers import servers
     from ..store.postgres import PostgresEventStore
     from .service import TableService
@@ -97,9 +119,10 @@ async def serve_table(
             event_stores.append(store)
         nc = await process.connect(nats_url, f"studroom-table-{instance_id}",
                                    creds=credentials(settings, "service", "table"))
+        await preflight(nc, sender=("service", "table"), partitions=partitions)
         service = TableService(
             nc, event_stores, instance_id=instance_id, partitions=partitions, pause_ms=pause_ms,
-            lease_ttl=lease_ttl, lease_bucket=lease_bucket,
+            lease_ttl=lease_ttl, lease_bucket=lease_bucket, replicas=replicas,
         )
         try:
             await service.start()

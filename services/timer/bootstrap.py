@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..runtime.arguments import MAX_REPLICAS, int_range, non_negative_float
 from ..runtime.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,15 +30,21 @@ log = logging.getLogger("studroom.timer")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instance-id", default=None, help="name in logs (default: host-pid)")
-    parser.add_argument("--replicas", type=int, default=1,
+    parser.add_argument("--replicas", type=int_range(1, MAX_REPLICAS), default=1,
                         help="replicas of the timer stream and bucket when created (production: 3)")
-    parser.add_argument("--stats-every", type=float, default=30.0, metavar="SECONDS",
+    parser.add_argument("--stats-every", type=non_negative_float, default=30.0, metavar="SECONDS",
                         help="log the counters this often (0: never; default 30)")
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from ..runtime import observe
+    from .metrics import timer_metrics
+    from .service import TimerStats
+
+    stats = TimerStats()
+    observe.start(args, settings, "timer", stop).add(timer_metrics(stats))
     await serve_timer(settings, instance_id=args.instance_id, stop=stop,
-                      replicas=args.replicas, stats_every=args.stats_every)
+                      replicas=args.replicas, stats_every=args.stats_every, stats=stats)
 
 
 async def serve_timer(
@@ -79,6 +86,7 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
 
     from ..runtime import process
     from ..runtime.credentials import masked_url
+    from ..runtime.preflight import preflight
     from .service import TimerService
 
     service: TimerService | None = None
@@ -98,6 +106,7 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
                                reconnect_time_wait=0.25, reconnected_cb=reconnected,
                                disconnected_cb=disconnected, error_cb=error)
     try:
+        await preflight(nc, sender=("service", SENDER))
         service = TimerService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
         log.info("timer service %s: NATS %s", service.instance_id,
                  masked_url(nc.connected_url.geturl() if nc.connected_url else url))
