@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from studroom.projections.lobby.jetstream import LOBBY_BUCKET
 
-from ..relay.dead_letters import DEAD_LETTER_BUCKET
 from ..table.partitions import LEASE_BUCKET
 from ..wire import subjects
+from ..wire.dead_letters import DEAD_LETTER_BUCKET
 
 SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history", "ledger")
 
@@ -47,10 +47,11 @@ def player(name: str) -> Powers:
 
 
 def operator(name: str) -> Powers:
-    """Operator commands (tables, live-dealer input) and cashier requests; public events; his inbox."""
+    """Operator commands (tables, live-dealer input) and cashier requests; public events; his inbox;
+    the services' discovery and health (``studroom health``)."""
     return Powers(
         publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name), *_LOBBY_ASK,
-                 subjects.history_requests("operator", name)],
+                 subjects.history_requests("operator", name), subjects.DISCOVERY, subjects.all_health()],
         subscribe=[subjects.all_public_events(), _inbox("operator", name), *_LOBBY_READ],
     )
 
@@ -62,36 +63,52 @@ def spectator(name: str) -> Powers:
 
 
 def service(name: str) -> Powers:
-    """Each service's own subjects (see docs/design/trust.md)."""
+    """Each service's own subjects (see docs/design/trust.md), and being observed:
+    every service answers discovery (``$SRV.>``) and its health subject; the answers
+    go to the asker's inbox, an operator's (``studroom health``), unless the service
+    may reply to any inbox already."""
+    own = _own_powers(name)
+    replies = [] if "_INBOX.>" in own.publish else [_OPERATOR_INBOXES]
+    return Powers(publish=[*own.publish, *replies],
+                  subscribe=[*own.subscribe, subjects.DISCOVERY, subjects.health(name)])
+
+
+_OPERATOR_INBOXES = "_INBOX.operator.>"
+_DEAD_LETTERS = f"$KV.{DEAD_LETTER_BUCKET}.>"     # a JetStream consumer sets messages aside
+
+
+def _own_powers(name: str) -> Powers:
     own_inbox = _inbox("service", name)
     if name == "table":
         return Powers(
-            publish=["_INBOX.>", "$JS.>", f"$KV.{LEASE_BUCKET}.>", f"{subjects.PREFIX}.relay.nudge.>"],
+            publish=["_INBOX.>", "$JS.>", f"$KV.{LEASE_BUCKET}.>", f"{subjects.PREFIX}.relay.nudge.>",
+                     subjects.preflight_probe("service", name)],
             subscribe=[f"{subjects.PREFIX}.pcmd.>", own_inbox],
         )
     if name == "relay":
         return Powers(
-            publish=["$JS.>", f"$KV.{subjects.RELAY_BUCKET}.>", f"$KV.{DEAD_LETTER_BUCKET}.>",
+            publish=["$JS.>", f"$KV.{subjects.RELAY_BUCKET}.>", _DEAD_LETTERS,
                      subjects.all_public_events(),
                      subjects.all_private_events()],
             subscribe=[f"{subjects.PREFIX}.relay.nudge.>", own_inbox],
         )
     if name == "timer":
         return Powers(
-            publish=["$JS.>", f"{subjects.PREFIX}.timer.>", subjects.commands_as("service", "timer")],
-            subscribe=[own_inbox],
+            publish=["$JS.>", f"{subjects.PREFIX}.timer.>", subjects.commands_as("service", "timer"), _DEAD_LETTERS],
+            subscribe=[own_inbox, subjects.preflight_probe("service", name)],
         )
     if name == "projections":
         return Powers(publish=["$JS.>", "$KV.>"], subscribe=[own_inbox])
     if name == "lobby":
-        return Powers(publish=["_INBOX.>", "$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby")],
-                      subscribe=[subjects.lobby_query(), own_inbox])
+        return Powers(publish=["_INBOX.>", "$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby"),
+                               _DEAD_LETTERS],
+                      subscribe=[subjects.lobby_query(), own_inbox, subjects.preflight_probe("service", name)])
     if name == "history":
         return Powers(publish=["_INBOX.>"], subscribe=[subjects.all_history_requests(), own_inbox])
     if name == "cashier":
-        return Powers(publish=["_INBOX.>", "$JS.>", subjects.commands_as("service", "cashier")],
-                      subscribe=[subjects.all_cashier_requests(), own_inbox])
-    if name == "ledger":                  # reads and writes PostgreSQL only: no power on NATS
+        return Powers(publish=["_INBOX.>", "$JS.>", subjects.commands_as("service", "cashier"), _DEAD_LETTERS],
+                      subscribe=[subjects.all_cashier_requests(), own_inbox, subjects.preflight_probe("service", name)])
+    if name == "ledger":                  # reads and writes PostgreSQL only: no power on NATS but being observed
         return Powers(publish=[], subscribe=[])
     raise ValueError(f"no service {name!r}; services: {', '.join(SERVICES)}")
 

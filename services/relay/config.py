@@ -14,6 +14,8 @@ class RelayConfig:
     duplicate_window: float = 120.0  # the streams' Nats-Msg-Id dedupe window, seconds
     private_max_age: float = 24 * 3600.0   # seconds a private copy (down cards) is kept
     public_max_age: float = 7 * 24 * 3600.0  # seconds a public view is kept
+    private_max_bytes: int = 1 << 30        # bytes the private stream keeps at most (oldest dropped)
+    public_max_bytes: int = 4 << 30         # bytes the public stream keeps at most (oldest dropped)
     replicas: int = 1               # stream and KV replicas (production: 3)
     backoff_initial: float = 0.1    # retries: 0.1 s, doubling up to backoff_max
     backoff_max: float = 2.0

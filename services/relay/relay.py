@@ -18,6 +18,7 @@ from typing import Any
 import nats.errors
 from ..runtime import process
 from ..wire import subjects
+from ..wire.dead_letters import DeadLetters
 from .bus import bus, pause, raise_if_cancelled
 from .config import RelayConfig
 from .errors import BusError
@@ -104,7 +105,7 @@ class Relay:
                 )
                 await ensure_streams(js, self.config)
                 positions = await ensure_bucket(js, position_bucket(self.config))
-                dead_letters = await ensure_bucket(js, dead_letter_bucket(self.config))
+                dead_letters = DeadLetters(js, "relay", kv=await ensure_bucket(js, dead_letter_bucket(self.config)))
                 publisher = Publisher(nc)
                 await publisher.start()
                 for store in self.stores:

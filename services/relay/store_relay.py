@@ -21,7 +21,7 @@ from ..store.port import EventStore, Notification
 from ..wire import subjects
 from .bus import bus, pause, raise_if_cancelled
 from .config import RelayConfig
-from .dead_letters import DEAD_LETTER_BUCKET, DeadLetter, set_aside
+from .dead_letters import DeadLetter
 from .errors import BusError, Conflict, RelayError
 from .outbox import Outbox, Outgoing, Prepared, dead_letter
 from .position import PositionRecord
@@ -253,16 +253,12 @@ class StoreRelay:
 
     async def _set_aside(self, dead: Any, letters: list[DeadLetter]) -> None:
         """Record the batch's dead letters (before the position moves past them), each
-        with a loud error the first time."""
+        with a loud error the first time (``wire.dead_letters.DeadLetters``)."""
         for letter in letters:
             with bus(f"{self.name}: dead letter"):
-                recorded = await set_aside(dead, letter)
+                recorded = await dead.record(letter)
             if recorded:
                 self.stats.dead_letters += 1
-                log.error("relay %s: SET ASIDE %s; recorded in KV bucket %s, key %s; the store's other "
-                          "events flow on", self.name, letter.describe(), DEAD_LETTER_BUCKET, letter.key)
-            else:
-                log.info("relay %s: %s was set aside before", self.name, letter.key)
 
     # -- the position record
 

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import nats.js.errors
 from nats.js import api
-from ..wire import subjects
+from ..wire import dead_letters, subjects
+from ..wire.declared import ensure_bucket, ensure_stream
 from .config import RelayConfig
-from .dead_letters import DEAD_LETTER_BUCKET
+
+__all__ = ["dead_letter_bucket", "ensure_bucket", "ensure_streams", "position_bucket", "stream_configs"]
 
 
 def stream_configs(config: RelayConfig) -> list[api.StreamConfig]:
-    """The public and the private stream. Messages older than the stream's max age are
-    dropped: a private copy holds a player's down cards, kept ``private_max_age``."""
+    """The public and the private stream. Messages older than the stream's max age, or
+    beyond its max bytes, are dropped (oldest first): a private copy holds a player's
+    down cards, kept ``private_max_age``."""
     common: dict[str, Any] = {
         "storage": api.StorageType.FILE,
         "retention": api.RetentionPolicy.LIMITS,
@@ -30,6 +32,7 @@ def stream_configs(config: RelayConfig) -> list[api.StreamConfig]:
             subjects=[subjects.all_public_events()],
             description="Studroom: public view of every table event (written by the relay)",
             max_age=config.public_max_age,
+            max_bytes=config.public_max_bytes,
             duplicate_window=min(config.duplicate_window, config.public_max_age),
             **common,
         ),
@@ -38,40 +41,17 @@ def stream_configs(config: RelayConfig) -> list[api.StreamConfig]:
             subjects=[subjects.all_private_events()],
             description="Studroom: each player's private copies (written by the relay)",
             max_age=config.private_max_age,
+            max_bytes=config.private_max_bytes,
             duplicate_window=min(config.duplicate_window, config.private_max_age),
             **common,
         ),
     ]
 
 
-def _drifted(have: api.StreamConfig, wanted: api.StreamConfig) -> bool:
-    """Whether ``have`` lacks a subject, or has another window, max age or access."""
-    return (
-        not set(wanted.subjects or []) <= set(have.subjects or [])
-        or abs((have.duplicate_window or 0) - (wanted.duplicate_window or 0)) > 1e-3
-        or abs((have.max_age or 0) - (wanted.max_age or 0)) > 1e-3
-        or not have.allow_direct
-    )
-
-
 async def ensure_streams(js: Any, config: RelayConfig = RelayConfig()) -> None:
-    """Create the relay's streams, or bring them up to date (keeping extra subjects)."""
+    """Create the relay's streams, or bring their limits up to date (keeping extra subjects)."""
     for wanted in stream_configs(config):
-        try:
-            info = await js.stream_info(wanted.name)
-        except nats.js.errors.NotFoundError:
-            await js.add_stream(wanted)
-            continue
-        have = info.config
-        if _drifted(have, wanted):
-            await js.update_stream(
-                have.evolve(
-                    subjects=sorted(set(have.subjects or []) | set(wanted.subjects or [])),
-                    duplicate_window=wanted.duplicate_window,
-                    max_age=wanted.max_age,
-                    allow_direct=True,
-                )
-            )
+        await ensure_stream(js, wanted)
 
 
 def position_bucket(config: RelayConfig) -> api.KeyValueConfig:
@@ -87,20 +67,5 @@ def position_bucket(config: RelayConfig) -> api.KeyValueConfig:
 
 
 def dead_letter_bucket(config: RelayConfig) -> api.KeyValueConfig:
-    """The messages set aside (``dead_letters.py``), kept until an operator deletes
-    them: they are few, each one a bug or an attack that got past the door."""
-    return api.KeyValueConfig(
-        bucket=DEAD_LETTER_BUCKET,
-        description="Studroom relay: messages of stored events it could not publish",
-        history=1,
-        storage=api.StorageType.FILE,
-        replicas=config.replicas,
-    )
-
-
-async def ensure_bucket(js: Any, bucket: api.KeyValueConfig) -> Any:
-    """The KV bucket, created if missing."""
-    try:
-        return await js.key_value(bucket.bucket)
-    except nats.js.errors.BucketNotFoundError:
-        return await js.create_key_value(bucket)
+    """The messages set aside (``wire/dead_letters.py``), with the relay's replicas."""
+    return dead_letters.bucket_config(config.replicas)

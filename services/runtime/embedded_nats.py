@@ -27,9 +27,8 @@ import nkeys
 
 from ..auth.authority import Authority, room_authority
 from ..wire import subjects
+from .preflight import MIN_NATS_VERSION
 from .server_process import EmbeddedServerError, ServerProcess
-
-MIN_NATS_VERSION = (2, 12, 0)     # JetStream message schedules
 
 # The readiness check asks JetStream for its account info, answered on this inbox.
 _READY_API = "$JS.API.INFO"

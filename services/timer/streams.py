@@ -20,7 +20,11 @@ from nats.js.api import (
 )
 
 from ..wire import subjects
+from ..wire.declared import Refused, ensure_consumer, ensure_stream
 from ..wire.pull import shared_consumer
+
+__all__ = ["FIRES_CONSUMER", "TURNS_CONSUMER", "ensure_consumer", "ensure_timer_stream", "fires_consumer_config",
+           "timer_stream_config", "turns_consumer_config", "wait_for_stream"]
 
 log = logging.getLogger("studroom.timer")
 
@@ -28,9 +32,9 @@ TURNS_CONSUMER = "studroom_timer"            # on STUDROOM_PUBLIC: TurnStarted
 FIRES_CONSUMER = "studroom_timer_fire"       # on STUDROOM_TIMERS: fired timers
 
 
-async def ensure_timer_stream(js: Any, replicas: int = 1) -> None:
-    """``STUDROOM_TIMERS``: schedules on, work queue, file storage (idempotent)."""
-    config = StreamConfig(
+def timer_stream_config(replicas: int = 1) -> StreamConfig:
+    """``STUDROOM_TIMERS``: schedules on, work queue, file storage."""
+    return StreamConfig(
         name=subjects.TIMER_STREAM,
         subjects=[subjects.all_timer_schedules(), subjects.all_timer_fires()],
         retention=RetentionPolicy.WORK_QUEUE,
@@ -40,24 +44,17 @@ async def ensure_timer_stream(js: Any, replicas: int = 1) -> None:
         allow_direct=True,
         description="studroom timer service: one pending turn timer per table, fired timers",
     )
-    try:
-        await js.add_stream(config)
-    except nats.js.errors.BadRequestError as e:
-        # It exists with other settings (e.g. another replica count): use it as is.
-        info = await js.stream_info(subjects.TIMER_STREAM)
-        if not info.config.allow_msg_schedules:
-            raise RuntimeError(f"{subjects.TIMER_STREAM} exists without message schedules") from e
-        log.info("%s exists with other settings; using it: %s", subjects.TIMER_STREAM, e.description)
 
 
-async def ensure_consumer(js: Any, stream: str, config: ConsumerConfig) -> None:
-    """Create the durable consumer ``config`` on ``stream`` unless it exists."""
-    try:
-        await js.add_consumer(stream, config)
-    except nats.js.errors.BadRequestError as e:
-        # It exists with other settings (an older version of this service): keep it.
-        await js.consumer_info(stream, config.durable_name)
-        log.info("consumer %s exists with other settings; using it: %s", config.durable_name, e.description)
+async def ensure_timer_stream(js: Any, replicas: int = 1) -> None:
+    """Create ``STUDROOM_TIMERS``, or bring it up to date: an existing stream without
+    message schedules gets them (without, no timer would ever fire); a server that
+    refuses stops the service with one line (``declared.Refused``)."""
+    await ensure_stream(js, timer_stream_config(replicas))
+    info = await js.stream_info(subjects.TIMER_STREAM)
+    if not info.config.allow_msg_schedules:      # a server before 2.12 drops the switch
+        raise Refused(f"stream {subjects.TIMER_STREAM} has no message schedules after its update: the NATS "
+                      f"server is too old (message schedules need nats-server 2.12 or newer); upgrade it")
 
 
 def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:

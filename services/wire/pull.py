@@ -1,9 +1,11 @@
 """Continuous pulling from a durable JetStream pull consumer, and what a handler needs
 to answer its messages: when to ask for a redelivery, when the server stored one.
 
-Not tied to one service: the timer service runs two of these loops, the projections
-will run theirs.  Several processes may pull from the same consumer; the server hands
-each message to one of them (see docs/design/timer.md, "Ordering and scale").
+Not tied to one service: the timer service runs two of these loops, the lobby and the
+cashier one each.  Several processes may pull from the same consumer; the server hands
+each message to one of them (see docs/design/timer.md, "Ordering and scale").  No
+message wedges a consumer: one its handler cannot handle is set aside as a dead letter
+(``dead_letters.py``; docs/design/relay.md, "Dead letters").
 """
 
 from __future__ import annotations
@@ -16,12 +18,20 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from .dead_letters import DeadLetters, Undelivered
 
 log = logging.getLogger("studroom.pull")
 
 FIRST_RETRY = 0.2      # seconds before the first redelivery of a message nak'ed once
 LAST_RETRY = 5.0       # the delay doubles with every delivery up to this
+# Deliveries after which a message is set aside unhandled: with the back-off above, a
+# message asked for again at every delivery rides out about eight minutes of outage.
+MAX_DELIVERIES = 100
+# Handler failures that are about the system, not the message: asked for again later.
+TRANSIENT: tuple[type[BaseException], ...] = (TimeoutError, OSError, nats.errors.Error)
 
 
 def backoff(delivered: int) -> float:
@@ -93,6 +103,9 @@ class PullLoop:
         expires: float = 5.0,
         heartbeat: float = 1.0,
         recreate: Callable[[], Awaitable[None]] | None = None,
+        max_deliveries: int = MAX_DELIVERIES,
+        transient: tuple[type[BaseException], ...] = TRANSIENT,
+        dead_letters: DeadLetters | None = None,
     ) -> None:
         self.nc = nc
         self.stream = stream
@@ -103,6 +116,9 @@ class PullLoop:
         self.expires = expires
         self.heartbeat = heartbeat
         self.recreate = recreate
+        self.max_deliveries = max_deliveries
+        self.transient = transient
+        self._dead_letters = dead_letters
         self.requested = 0                 # asked for, not delivered yet
         self.handling = 0                  # delivered, handler running
         self._wake = asyncio.Event()
@@ -146,16 +162,49 @@ class PullLoop:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    @property
+    def dead_letters(self) -> DeadLetters:
+        """Where this loop sets messages aside (the bucket is opened on first use)."""
+        if self._dead_letters is None:
+            self._dead_letters = DeadLetters(self.nc.jetstream(), self.consumer)
+        return self._dead_letters
+
     async def _handle(self, msg: Any) -> None:
+        """Hand ``msg`` to the handler, unless it came too often; set it aside when the
+        handler fails for a reason that is not an outage (it would fail again)."""
+        times = delivered(msg)
         try:
-            await self.handler(msg)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("%s: handler failed; the message will be redelivered", self.consumer)
+            if times > self.max_deliveries:
+                await self._set_aside(msg, times, f"delivered {times} times, never acknowledged")
+                return
+            try:
+                await self.handler(msg)
+            except asyncio.CancelledError:
+                raise
+            except self.transient as e:
+                log.info("%s: handler failed (%r): redelivery", self.consumer, e)
+                await retry_later(msg)
+            except Exception as e:                  # anything else: the message is the problem
+                log.exception("%s: handler failed on %s", self.consumer, msg.subject)
+                await self._set_aside(msg, times, f"{type(e).__name__}: {e}")
         finally:
             self.handling -= 1
             self._wake.set()
+
+    async def _set_aside(self, msg: Any, times: int, reason: str) -> None:
+        """Record ``msg`` as a dead letter, then acknowledge it; if it cannot be recorded
+        now (NATS away), it comes again and is recorded then."""
+        letter = Undelivered.of(msg, self.stream, self.consumer, times, reason)
+        try:
+            await self.dead_letters.record(letter)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 (not recorded: not acknowledged either)
+            log.error("%s: cannot record %s (%r): redelivery", self.consumer, letter.key, e)
+            await retry_later(msg)
+            return
+        with contextlib.suppress(Exception):     # a lost ack: it comes again, found recorded
+            await msg.ack()
 
     async def run(self, stop: asyncio.Event) -> None:
         inbox = self.nc.new_inbox()

@@ -36,6 +36,10 @@ Timers (JetStream stream ``STUDROOM_TIMERS``, written only by the timer service)
                                            schedule: ``Nats-Schedule: @at <time>``)
     ``studroom.timer.fire.<table_id>``     where the server publishes it when due
 
+Discovery and health (NATS micro: docs/design/observability.md)
+    ``$SRV.PING|INFO|STATS[.<name>[.<id>]]``  every service instance answers
+    ``studroom.health.<service>``         one instance of the service answers
+
 The lobby (KV bucket ``studroom_lobby``, written only by the lobby service)
     ``studroom.lobby.query``               request/reply: the lobby's tables (anyone)
     ``$KV.studroom_lobby.<table_id>``      every write of a table's entry (anyone may
@@ -94,6 +98,15 @@ def commands_in_partition(partition: int) -> str:
 def commands_as(role: str, name: str) -> str:
     """The one (mapped) subject pattern a user may publish commands to: his own."""
     return f"{PREFIX}.pcmd.*.*.{role}.{check_name(name)}"
+
+
+PREFLIGHT_TABLE = "studroom_preflight"    # the table id of the start-up check of the mapping
+
+
+def preflight_probe(role: str, name: str) -> str:
+    """Where a sender's probe command lands when the server maps it (the start-up
+    check, ``runtime/preflight.py``): he may publish and read only his own."""
+    return f"{PREFIX}.pcmd.*.{PREFLIGHT_TABLE}.{role}.{check_name(name)}"
 
 
 def sender_of(subject: str) -> tuple[str, str, str]:
@@ -221,6 +234,18 @@ def all_timer_fires() -> str:
 
 
 # The lobby (projections/lobby/; its bucket's name: projections/lobby/jetstream.py)
+
+
+def health(service: str) -> str:
+    """Where a service's instances answer "are you well" (request/reply, one answers)."""
+    return f"{PREFIX}.health.{check_name(service)}"
+
+
+def all_health() -> str:
+    return f"{PREFIX}.health.>"
+
+
+DISCOVERY = "$SRV.>"                  # NATS micro: $SRV.PING|INFO|STATS[.<name>[.<id>]]
 
 
 def lobby_query() -> str:

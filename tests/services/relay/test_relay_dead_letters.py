@@ -13,7 +13,8 @@ import nats.js.errors
 from studroom.domain import simulate, views
 from relay_stack import renamed
 from studroom.domain.events import CardsDealt, Event
-from studroom.services.relay.dead_letters import SHOWN, DeadLetter, set_aside
+from studroom.services.relay.dead_letters import DeadLetter
+from studroom.services.wire.dead_letters import SHOWN, set_aside
 from studroom.services.relay.outbox import Letters, Outbox, dead_letter, wire_size
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.wire import subjects

@@ -183,17 +183,99 @@ def test_a_deleted_consumer_is_recreated_before_pulling_again() -> None:
     assert len(nc.pull_requests()) == 2
 
 
-def test_a_failing_handler_leaves_the_message_for_redelivery_and_the_loop_running() -> None:
-    nc = FakeNats()
+# ------------------------------------------------------------------ dead letters
 
-    async def handler(msg: Any) -> None:
-        raise RuntimeError("boom")
 
+class FakeDeadLetters:
+    """Records letters by key (``fail``: NATS is away)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.letters: dict[str, Any] = {}
+        self.fail = fail
+
+    async def record(self, letter: Any) -> bool:
+        if self.fail:
+            raise ConnectionError("NATS away")
+        new = letter.key not in self.letters
+        self.letters.setdefault(letter.key, letter)
+        return new
+
+
+class AckedMsg(FakeMsg):
+    def __init__(self, num_delivered: int, seq: int = 7, data: bytes = b"x") -> None:
+        super().__init__(num_delivered=num_delivered, data=data)
+        self.metadata.sequence = SimpleNamespace(stream=seq)
+        self.subject = "studroom.pub.t1"
+        self.acks = 0
+
+    async def ack(self) -> None:
+        self.acks += 1
+
+
+def _handle(handler: Any, msg: AckedMsg, dead: FakeDeadLetters, max_deliveries: int = 5) -> PullLoop:
     async def main() -> PullLoop:
-        loop = PullLoop(nc, "S", "C", handler)
-        await loop._on_msg(FakeMsg(data=b"x"))
-        await loop.drain()
+        loop = PullLoop(FakeNats(), "STUDROOM_PUBLIC", "C", handler, max_deliveries=max_deliveries,
+                        dead_letters=dead)  # type: ignore[arg-type]
+        loop.handling += 1
+        await loop._handle(msg)
         return loop
 
     loop = asyncio.run(main())
     assert loop.handling == 0
+    return loop
+
+
+async def _poison(msg: Any) -> None:
+    raise ValueError("year 3170843 is out of range")
+
+
+def test_a_message_the_handler_cannot_handle_is_set_aside_and_acknowledged_at_once() -> None:
+    dead, msg = FakeDeadLetters(), AckedMsg(num_delivered=1, data=b'{"deadline_ms": 100000000000000}')
+    _handle(_poison, msg, dead)
+    [letter] = dead.letters.values()
+    assert letter.key == "STUDROOM_PUBLIC.C.7"
+    assert (letter.stream, letter.consumer, letter.seq, letter.subject, letter.delivered) == (
+        "STUDROOM_PUBLIC", "C", 7, "studroom.pub.t1", 1)
+    assert letter.reason == "ValueError: year 3170843 is out of range"
+    assert letter.body == '{"deadline_ms": 100000000000000}'
+    assert msg.acks == 1 and msg.naks == []
+
+
+def test_an_outage_is_asked_for_again_until_the_message_came_too_often() -> None:
+    async def away(msg: Any) -> None:
+        raise TimeoutError
+
+    dead = FakeDeadLetters()
+    for times in range(1, 6):
+        msg = AckedMsg(num_delivered=times)
+        _handle(away, msg, dead)
+        assert msg.naks == [pytest.approx(backoff(times))] and msg.acks == 0
+    assert dead.letters == {}
+    handled: list[Any] = []
+
+    async def handler(msg: Any) -> None:
+        handled.append(msg)
+
+    last = AckedMsg(num_delivered=6)
+    _handle(handler, last, dead)                    # the sixth delivery of five allowed: not handled
+    assert handled == [] and last.acks == 1
+    assert dead.letters["STUDROOM_PUBLIC.C.7"].reason == "delivered 6 times, never acknowledged"
+
+
+def test_a_private_copys_body_is_never_recorded() -> None:
+    dead = FakeDeadLetters()
+
+    async def main() -> None:
+        loop = PullLoop(FakeNats(), "STUDROOM_PRIVATE", "C", _poison, dead_letters=dead)  # type: ignore[arg-type]
+        loop.handling += 1
+        await loop._handle(AckedMsg(num_delivered=1, data=b'{"cards": ["As"]}'))
+
+    asyncio.run(main())
+    [letter] = dead.letters.values()
+    assert letter.body is None
+
+
+def test_a_letter_that_cannot_be_recorded_now_leaves_its_message_for_later() -> None:
+    msg = AckedMsg(num_delivered=2)
+    _handle(_poison, msg, FakeDeadLetters(fail=True))
+    assert msg.acks == 0 and msg.naks == [pytest.approx(backoff(2))]
