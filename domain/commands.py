@@ -56,6 +56,14 @@ class StartHand(Command, tag=True):
     button: int | None = None
 
 
+class ScheduleHand(Command, tag=True):
+    """Open the pause before an online table's next hand: ``pause_ms`` from now (the
+    table service's own command, trusted only). The timer's ``Timeout`` for it ends the
+    pause; the service then starts the hand with its own seed."""
+
+    pause_ms: int
+
+
 class PostAnte(Command, tag=True):
     """``entropy``: optionally, a random value of the player's (1..32 bytes, hex) that
     the deck is derived from too (R32.4)."""
@@ -100,7 +108,7 @@ class Muck(Command, tag=True):
 
 
 TableCommand = Union[
-    OpenTable, SitDown, BuyIn, SitOut, Leave, StartHand, PostAnte, SkipAnte, DealStreet,
+    OpenTable, SitDown, BuyIn, SitOut, Leave, StartHand, ScheduleHand, PostAnte, SkipAnte, DealStreet,
     Act, Timeout, Show, Muck,
 ]
 

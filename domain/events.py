@@ -208,6 +208,22 @@ class TurnStarted(Event, tag=True):
     sizes: list[str] = []         # R12: ["small", "big"] when a bet or raise may be either
 
 
+class PauseStarted(Event, tag=True):
+    """The pause before the next hand: it starts at ``deadline_ms`` (the table
+    service's ``pause_ms`` after the command that made it due).  ``turn`` names the
+    pause like a turn: the timer's Timeout for it ends it (R20 as for any turn)."""
+
+    turn: int
+    deadline_ms: int
+    pause_ms: int
+
+
+class PauseEnded(Event, tag=True):
+    """The pause ``turn`` is over: the next hand may start at once."""
+
+    turn: int
+
+
 class Acted(Event, tag=True):
     seat: int
     action: ActionName
@@ -286,7 +302,7 @@ TableEvent = Union[
     TableOpened, PlayerSatDown, ChipsBought, SitOutChanged, PlayerLeft, LeaveRequested,
     HandStarted, AntePosted, AnteSkipped, HandCancelled, AntesCollected, CardsDealt,
     LastCardsExposed, RoundStarted, TurnStarted, Acted, TimedOut, Announced, RoundEnded,
-    ShowdownStarted, HandShown, HandMucked, PotAwarded, HandEnded,
+    ShowdownStarted, HandShown, HandMucked, PotAwarded, HandEnded, PauseStarted, PauseEnded,
 ]
 
 EVENT_TYPES: tuple[type[Event], ...] = TableEvent.__args__  # type: ignore[attr-defined]

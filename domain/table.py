@@ -24,7 +24,7 @@ from .authority import Sender, authorize
 from .betting import bet_sizes, decide_action, next_to_act, options, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
-    Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, SitOut,
+    Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, ScheduleHand, Show, SitDown, SitOut,
     SkipAnte, StartHand, Timeout,
 )
 from .config import TableConfig, too_many_players, validate
@@ -37,6 +37,7 @@ from .errors import (
     AUTO_DEALT,
     BAD_AMOUNT,
     BAD_CARD,
+    BAD_CONFIG,
     BAD_DEAL,
     BAD_ENTROPY,
     BAD_SEED,
@@ -64,8 +65,8 @@ from .events import (
     Acted, ActionName, Announced, AntePosted, AnteSkipped, AntesCollected, CardProof, CardsDealt, ChipsBought,
     DealtCard,
     EndedOn, Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
-    LeaveRequested, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded, RoundStarted, ShowdownStarted,
-    SitOutChanged, TableOpened, TimedOut, TurnStarted,
+    LeaveRequested, PauseEnded, PauseStarted, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded, RoundStarted,
+    ShowdownStarted, SitOutChanged, TableOpened, TimedOut, TurnStarted,
 )
 from .games import GAMES, Game
 from .hand import HandPlayer, HandState
@@ -77,6 +78,7 @@ from .showdown import check_muck, settle, showdown_order
 
 
 MIN_PLAYERS: Final = 2          # ready seats a hand needs (R5)
+MAX_PAUSE_MS: Final = 600_000   # the longest pause before a hand (ScheduleHand)
 
 
 class SeatState(Record):
@@ -110,6 +112,8 @@ class Table:
         self.version = 0              # events applied so far
         self.last_command_ids: dict[str, int] = {}   # per sender key, his highest command id
         self.last_turn: TurnStarted | None = None   # the hand's latest turn (views: its deadline)
+        self.pause_turn: int | None = None   # the open pause before the next hand (its turn number)
+        self.pause_served = False            # a pause ended since the last hand started
         self._events: list[Event] = []
 
     # --- event sourcing ---------------------------------------------------------------
@@ -292,12 +296,27 @@ class Table:
 
     def next_hand_due(self) -> bool:
         """Is the next hand due (R5)? An online table (``auto_deal``) with no hand under
-        way and at least MIN_PLAYERS ready seats: its service sends the StartHand (a
-        live dealer's table waits for the dealer)."""
+        way, no pause open and at least MIN_PLAYERS ready seats: its service sends the
+        StartHand, or first a ScheduleHand if it pauses between hands and no pause
+        ended since the last hand (``pause_served``); a live dealer's table waits for
+        the dealer."""
         config = self.config
-        if config is None or not config.auto_deal or self.hand is not None:
+        if config is None or not config.auto_deal or self.hand is not None or self.pause_turn is not None:
             return False
         return len(self.ready_seats()) >= MIN_PLAYERS
+
+    def _schedule_hand(self, c: ScheduleHand) -> None:
+        """Open the pause before the next hand: a turn of its own, ended by the timer."""
+        self._require_config()
+        if self.hand is not None:
+            raise DomainError(HAND_IN_PROGRESS, f"hand {self.hand_no} is still being played")
+        if self.pause_turn is not None:
+            raise DomainError(NO_CHANGE, f"the pause {self.pause_turn} is already open")
+        if not self.next_hand_due():
+            raise DomainError(NOT_ENOUGH_PLAYERS, "no hand is due: it needs two ready players at an online table (R5)")
+        if not isinstance(c.pause_ms, int) or not 0 < c.pause_ms <= MAX_PAUSE_MS:
+            raise DomainError(BAD_CONFIG, f"a pause is 1..{MAX_PAUSE_MS} ms, not {c.pause_ms}")
+        self._emit(PauseStarted(turn=self.turn + 1, deadline_ms=c.now_ms + c.pause_ms, pause_ms=c.pause_ms))
 
     def _start_hand(self, c: StartHand) -> None:
         config = self._require_config()
@@ -574,6 +593,9 @@ class Table:
 
     def _timeout(self, c: Timeout) -> None:
         config = self._require_config()
+        if self.hand is None and self.pause_turn is not None:
+            self._end_pause(c)
+            return
         hand = self._hand()
         if c.turn != self.turn or hand.turn_kind is None:
             raise DomainError(STALE_TIMEOUT, f"turn {c.turn} is over (R20); the current turn is {self.turn}")
@@ -607,6 +629,14 @@ class Table:
         if action is not None:
             self._emit(decide_action(hand, self._game(), config.stakes, p, action, None))
         self._after_action(c, seat)
+
+    def _end_pause(self, c: Timeout) -> None:
+        """The timer ends the pause before the next hand (R20: only the pause it was set for)."""
+        if c.turn != self.pause_turn:
+            raise DomainError(STALE_TIMEOUT, f"turn {c.turn} is over (R20); the pause is turn {self.pause_turn}")
+        if c.seat is not None:
+            raise DomainError(NOT_YOUR_TURN, f"the pause {c.turn} belongs to no seat, not {c.seat}")
+        self._emit(PauseEnded(turn=c.turn))
 
     # --- the showdown -----------------------------------------------------------------
 
@@ -799,6 +829,7 @@ def _hand_started(t: Table, e: HandStarted) -> None:
         hand.committed = CommittedDeck(seed)
     hand.deck = hand.committed
     t.hand, t.button = hand, e.button
+    t.pause_turn, t.pause_served = None, False
 
 
 def _ante_posted(t: Table, e: AntePosted) -> None:
@@ -979,10 +1010,18 @@ def _hand_ended(t: Table, e: HandEnded) -> None:
     t.hand_no, t.hand, t.last_turn = e.hand_no, None, None
 
 
+def _pause_started(t: Table, e: PauseStarted) -> None:
+    t.turn = t.pause_turn = e.turn
+
+
+def _pause_ended(t: Table, e: PauseEnded) -> None:
+    t.pause_turn, t.pause_served = None, True
+
+
 # the attributes that make up a table's state (``state()``, snapshots)
 _STATE: Final = (
     "table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version", "last_command_ids",
-    "last_turn",
+    "last_turn", "pause_turn", "pause_served",
 )
 
 _APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {
@@ -993,12 +1032,13 @@ _APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {
     LastCardsExposed: _last_cards_exposed, RoundStarted: _round_started, TurnStarted: _turn_started,
     Acted: _acted, TimedOut: _timed_out, Announced: _nothing, RoundEnded: _round_ended,
     ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked,
-    PotAwarded: _nothing, HandEnded: _hand_ended,
+    PotAwarded: _nothing, HandEnded: _hand_ended, PauseStarted: _pause_started, PauseEnded: _pause_ended,
 }
 
 _HANDLERS: Final[dict[type[Command], Callable[[Table, Any], None]]] = {
     OpenTable: Table._open, SitDown: Table._sit_down, BuyIn: Table._buy_in, SitOut: Table._sit_out,
-    Leave: Table._leave, StartHand: Table._start_hand, PostAnte: Table._post_ante,
+    Leave: Table._leave, StartHand: Table._start_hand, ScheduleHand: Table._schedule_hand,
+    PostAnte: Table._post_ante,
     SkipAnte: Table._skip_ante, DealStreet: Table._deal_street_command, Act: Table._act,
     Timeout: Table._timeout, Show: Table._show, Muck: Table._muck,
 }

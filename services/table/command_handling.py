@@ -3,11 +3,11 @@
 :class:`CommandHandler` decodes and checks a request, runs its command on the table
 (cached, or replayed from the store) as its sender (``Table.execute(command, by=...)``:
 the domain decides his powers and his command ids), dated by the service's clock,
-starts the next hand when it is due (``Table.next_hand_due``) and appends the events
-of a whole batch of tables in ONE ``store.append``, with optimistic concurrency; a
-conflict retries each command alone.  A ``ViewTable`` request is answered with the
-table as its sender may see it.  The steps, the error codes and the retry rules:
-docs/design/table-service.md.
+starts the next hand (or the pause before it) when it is due (``Table.next_hand_due``)
+and appends the events of a whole batch of tables in ONE ``store.append``, with
+optimistic concurrency; a conflict retries each command alone.  A ``ViewTable``
+request is answered with the table as its sender may see it.  The steps, the error
+codes and the retry rules: docs/design/table-service.md.
 
 Not thread-safe: one thread per handler (the table service runs each store's
 handler on its own single worker thread).
@@ -26,7 +26,7 @@ from typing import NamedTuple
 import msgspec
 
 from studroom.domain.authority import Sender
-from studroom.domain.commands import Command, OpenTable, StartHand
+from studroom.domain.commands import Command, OpenTable, ScheduleHand, StartHand
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.table import Table
@@ -97,11 +97,9 @@ def check_request(table_id: str, request: object) -> Request:
 
 @dataclass(slots=True)
 class Outcome:
-    """The reply to one command, and whether the table now waits for the service to
-    start its next hand (``pause_ms > 0``, or a table found idle)."""
+    """The reply to one command."""
 
     reply: Reply
-    start_due: bool = False
 
 
 @dataclass(slots=True)
@@ -111,6 +109,7 @@ class HandlerStats:
     appends: int = 0
     events: int = 0
     hands_started: int = 0
+    pauses: int = 0                     # pauses before a hand opened (ScheduleHand)
     conflicts: int = 0
     internal_errors: int = 0
     loads: int = 0
@@ -240,9 +239,7 @@ class CommandHandler:
         result: list[Outcome] = []
         for i, outcome in enumerate(outcomes):
             if outcome is None:
-                s = staged[items[i].table_id]
-                due = self.auto_start and self.pause_ms > 0 and not s.dirty and s.table.next_hand_due()
-                outcome = Outcome(Reply(ok=True, version=versions[i]), start_due=due)
+                outcome = Outcome(Reply(ok=True, version=versions[i]))
             result.append(outcome)
         return result
 
@@ -286,8 +283,9 @@ class CommandHandler:
                 events = table.execute(command, by=sender)
         except DomainError as refusal:
             self.stats.refused += 1
-            due = self.auto_start and not s.events and table.next_hand_due()
-            return Outcome(error_reply(refusal.code, refusal.message), start_due=due)
+            if self.auto_start and not s.events and table.next_hand_due():    # a table found idle
+                s.events.extend(self._next_hand(table_id, table, s))
+            return Outcome(error_reply(refusal.code, refusal.message))
         except Exception:   # noqa: BLE001 (a bug: never crash the service for it)
             log.exception("command %s on table %s failed", type(command).__name__, table_id)
             self.stats.internal_errors += 1
@@ -297,14 +295,20 @@ class CommandHandler:
                 del staged[table_id]
             return Outcome(error_reply(INTERNAL, f"internal error running {type(command).__name__}"))
         s.events.extend(events)
-        if self.auto_start and self.pause_ms <= 0 and table.next_hand_due():
-            s.events.extend(self._start_hand(table_id, table, s))
+        if self.auto_start and table.next_hand_due():
+            s.events.extend(self._next_hand(table_id, table, s))
         return None
 
-    def _start_hand(self, table_id: str, table: Table, s: _Staged) -> list:
-        """The next hand's events (StartHand with a fresh seed), or none."""
+    def _next_hand(self, table_id: str, table: Table, s: _Staged) -> list:
+        """The next hand's events: StartHand with a fresh seed, or, with ``pause_ms > 0``
+        and no pause ended since the last hand, the pause before it (ScheduleHand: the
+        timer service ends it, and the Timeout's batch starts the hand here; see
+        docs/design/timer.md).  None if the table refuses."""
+        pause = self.pause_ms > 0 and not table.pause_served
+        command = (ScheduleHand(pause_ms=self.pause_ms, now_ms=self.clock()) if pause
+                   else StartHand(seed=self.new_seed(), now_ms=self.clock()))
         try:
-            events = table.execute(StartHand(seed=self.new_seed(), now_ms=self.clock()))
+            events = table.execute(command)
         except DomainError as refusal:
             log.debug("table %s did not start a hand: %s", table_id, refusal)
             return []
@@ -313,7 +317,10 @@ class CommandHandler:
             self.stats.internal_errors += 1
             s.dirty = True      # the command's own events stand; the object is dropped
             return []
-        self.stats.hands_started += 1
+        if pause:
+            self.stats.pauses += 1
+        else:
+            self.stats.hands_started += 1
         return events
 
     def _retry_alone(
@@ -362,8 +369,7 @@ class CommandHandler:
                     self.drop(table_id)
                 else:
                     self._remember(table_id, s.table)
-                due = self.auto_start and self.pause_ms > 0 and not s.dirty and s.table.next_hand_due()
-                outcome = Outcome(Reply(ok=True, version=s.table.version), start_due=due)
+                outcome = Outcome(Reply(ok=True, version=s.table.version))
                 break
             result.append(outcome)                   # type: ignore[arg-type]
         return result

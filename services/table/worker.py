@@ -5,8 +5,9 @@ Commands queue per table; while a batch is executed and committed (on the worker
 one thread), new ones queue up, and the next batch takes one command of every table
 that has one waiting (a table's commands run one at a time, in arrival order), runs
 them through :meth:`CommandHandler.handle_batch` (one append, one commit) and only
-then replies.  After a commit it nudges the relay; with a pause between hands it
-sends itself the next ``StartHand``.  See docs/design/table-service.md.
+then replies.  After a commit it nudges the relay.  It keeps no timers: a pause
+between hands is a stored turn the timer service ends (docs/design/timer.md).  See
+docs/design/table-service.md.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 import msgspec
 
 from studroom.domain.authority import Sender
-from studroom.domain.commands import StartHand
 
 from ..wire import subjects
 from ..wire.partitioning import partition_of
@@ -46,7 +46,6 @@ class _Item:
     sender: Sender | None = None
     reply_to: str | None = None
     future: asyncio.Future[Reply] | None = None
-    internal: bool = False
 
 
 @dataclass(slots=True)
@@ -55,7 +54,6 @@ class WorkerStats:
     commands: int = 0
     largest_batch: int = 0
     unavailable: int = 0
-    scheduled_starts: int = 0
 
 
 class StoreWorker:
@@ -88,7 +86,6 @@ class StoreWorker:
         self._queues: dict[str, deque[_Item]] = {}
         self._ready: OrderedDict[str, None] = OrderedDict()   # tables with work, not busy
         self._busy: dict[str, _Item] = {}
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"studroom-{name}")
@@ -109,14 +106,13 @@ class StoreWorker:
         *,
         sender: Sender | None = None,
         reply_to: str | None = None,
-        internal: bool = False,
     ) -> asyncio.Future[Reply] | None:
         """Queue a request of ``sender`` (None: the room's own). Without ``reply_to``
-        (and not internal) a Future of the Reply is returned."""
+        a Future of the Reply is returned."""
         future = None
-        if reply_to is None and not internal:
+        if reply_to is None:
             future = asyncio.get_running_loop().create_future()
-        item = _Item(table_id, partition, request, sender, reply_to, future, internal)
+        item = _Item(table_id, partition, request, sender, reply_to, future)
         if self._closing:
             self._finish_now(item, error_reply(UNAVAILABLE, "the table service is stopping"))
             return future
@@ -143,7 +139,7 @@ class StoreWorker:
 
     def abort(self, partition: int) -> None:
         """Answer the queued (not yet running) commands of ``partition``
-        ``unavailable``, and forget its pending hand starts."""
+        ``unavailable``."""
         for table_id in list(self._queues):
             queue = self._queues[table_id]
             keep = deque(i for i in queue if i.partition != partition)
@@ -155,8 +151,6 @@ class StoreWorker:
             else:
                 del self._queues[table_id]
                 self._ready.pop(table_id, None)
-        for table_id in [t for t in self._timers if partition_of(t, self.partitions) == partition]:
-            self._timers.pop(table_id).cancel()
 
     async def drop_cache(self, partition: int) -> None:
         """Forget the cached tables of ``partition`` (after any running batch)."""
@@ -169,9 +163,6 @@ class StoreWorker:
     async def close(self) -> None:
         """Finish the queued commands, then stop."""
         self._closing = True
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
         if self._task is not None:
             await self.flush()
             self._task.cancel()
@@ -232,8 +223,6 @@ class StoreWorker:
                 del self._busy[item.table_id]
                 if item.table_id in self._queues:
                     self._ready[item.table_id] = None
-                if outcome.start_due and not item.internal:
-                    self._schedule_start(item.table_id, item.partition)
                 await self._deliver(item, outcome.reply)
             async with self._progress:
                 self._progress.notify_all()
@@ -256,19 +245,3 @@ class StoreWorker:
                 item.future.set_result(reply)
         elif item.reply_to and self.publish is not None:
             asyncio.get_running_loop().create_task(self._deliver(item, reply))
-
-    def _schedule_start(self, table_id: str, partition: int) -> None:
-        """Start the table's next hand after the pause (an internal command)."""
-        if table_id in self._timers or self._closing:
-            return
-        self.stats.scheduled_starts += 1
-        delay = max(self.handler.pause_ms, 0) / 1000
-
-        def fire() -> None:
-            self._timers.pop(table_id, None)
-            if self._closing or not self.accepts(partition):
-                return
-            command = StartHand(seed=self.handler.new_seed())
-            self.submit(table_id, partition, command, internal=True)
-
-        self._timers[table_id] = asyncio.get_running_loop().call_later(delay, fire)

@@ -3,11 +3,14 @@
     studroom serve timer [--instance-id ID]
 
 A NATS client with the credentials of the service "timer".  It reads the relay's
-public events: each ``TurnStarted`` becomes ONE JetStream message schedule for its
-table (the next turn's replaces it).  When a schedule fires, the service sends ``Timeout(turn,
-seat)`` to the table as the service "timer" (no clock in it: the table dates it) and
-acks after the table's reply; a busy or unreachable table gets the message again
-later.  Why schedules, the guarantees and the lateness: see docs/design/timer.md.
+public events: each ``TurnStarted`` (and ``PauseStarted``, the pause before a hand)
+becomes ONE JetStream message schedule for its table (the next turn's replaces it),
+the durable backstop, and a timer in this instance's local wheel (``wheel.py``),
+which sends ``Timeout(turn, seat)`` to the table as the service "timer" at the
+deadline (no clock in it: the table dates it).  When a schedule fires, the service
+sends the Timeout unless its own wheel already had the table's answer, and acks after
+the reply; a busy or unreachable table gets the message again later.  The design, the
+guarantees and the lateness: docs/design/timer.md.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import asyncio
 import logging
 import os
 import socket
-from collections import deque
+import time
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -28,7 +32,8 @@ from studroom.domain.commands import Timeout
 from studroom.domain.errors import DUPLICATE_COMMAND, NO_HAND, STALE_TIMEOUT
 from ..wire import protocol, subjects
 from ..wire.pull import PullLoop, retry_later, stamp_ms
-from .schedule import TimerPayload, decode_payload, encode_payload, now_ms, schedule_headers
+from .schedule import TimerPayload, decode_payload, encode_payload, schedule_headers
+from .wheel import Wheel
 from .streams import (
     FIRES_CONSUMER,
     TURNS_CONSUMER,
@@ -42,13 +47,15 @@ from .streams import (
 log = logging.getLogger("studroom.timer")
 
 EVENT_HEADER: Final = "Studroom-Event"       # the relay names each public event's type
-WANTED_EVENT: Final = "TurnStarted"
+# The public events that start a timer, and the kind of a timer without one of its own.
+WANTED_EVENTS: Final = {"TurnStarted": "act", "PauseStarted": "pause"}
 SENDER: Final = "timer"                      # the service identity timeouts come from
 OK: Final = "ok"                             # the outcome of a Timeout the table carried out
 # The turn this timer was set for is over (answered, or its hand ended): drop the timer.
 STALE_CODES: Final = frozenset({STALE_TIMEOUT, NO_HAND})
 WRONG_LAST_SEQUENCE: Final = 10071           # JetStream API error code
 PUBLISH_ATTEMPTS: Final = 10                 # compare-and-set rounds before a redelivery
+LOCAL_ANSWERS: Final = 100_000               # the wheel's answers kept for the backstop (LRU)
 # What the counters call the messages it cannot use (they are acked and dropped).
 BAD_EVENT: Final = "bad_event"               # a public message that is no event
 BAD_TURN: Final = "bad_turn"                 # a TurnStarted without turn or deadline
@@ -72,16 +79,21 @@ _head_decoder = msgspec.json.Decoder(_Head)
 class TimerStats:
     """What one instance did (logged every ``stats_every`` seconds and at the end)."""
 
-    turns_seen: int = 0          # TurnStarted events read
-    scheduled: int = 0           # schedules published
-    superseded: int = 0          # TurnStarted older than the pending schedule: skipped
-    fired: int = 0               # fired timers received
+    turns_seen: int = 0          # TurnStarted / PauseStarted events read
+    scheduled: int = 0           # schedules published (and set in the local wheel)
+    superseded: int = 0          # a turn older than the pending schedule: skipped
+    fired: int = 0               # fired schedules (the backstop) received
+    local_fired: int = 0         # local wheel timers that came due
+    local_dropped: int = 0       # ... whose table had a newer turn pending by then: not sent
+    local_failed: int = 0        # ... without a final answer: left to the backstop
+    backstop_skipped: int = 0    # fired schedules this instance's wheel had answered already
     timed_out: int = 0           # Timeout accepted by the table
     stale: int = 0               # stale_timeout: the player acted in time (R20)
     duplicate: int = 0           # duplicate_command: another instance's id was higher (retried)
     retried: int = 0             # nak'ed for redelivery (no reply, conflict, ...)
     errors: dict[str, int] = field(default_factory=dict)
-    # fire lateness, ms: server's fire stamp - deadline; reply received - deadline
+    # lateness, ms: the fire (server's stamp of a schedule, or the wheel's) - deadline;
+    # the table's reply received - deadline (a final answer, from either path)
     fire_lateness_ms: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
     done_lateness_ms: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
 
@@ -91,7 +103,9 @@ class TimerStats:
     def line(self) -> str:
         errors = ", ".join(f"{k}={v}" for k, v in sorted(self.errors.items())) or "none"
         return (f"turns={self.turns_seen} scheduled={self.scheduled} superseded={self.superseded} "
-                f"fired={self.fired} timed_out={self.timed_out} stale={self.stale} "
+                f"local: fired={self.local_fired} dropped={self.local_dropped} failed={self.local_failed} "
+                f"backstop: fired={self.fired} skipped={self.backstop_skipped} "
+                f"timed_out={self.timed_out} stale={self.stale} "
                 f"duplicate={self.duplicate} retried={self.retried} errors: {errors}")
 
 
@@ -104,8 +118,12 @@ def table_client(nc: Any, retry_for: float = 2.0) -> Any:
     return TableClient(nc, "service", SENDER, retry_for=retry_for)
 
 
+Source = str          # which path fired a timer: "wheel" (local) or "schedule" (the backstop)
+FireDone = Callable[[TimerPayload, str, int | None, Source], None]
+
+
 class TimerService:
-    """One instance: both consumers' loops over one NATS connection."""
+    """One instance: both consumers' loops and the local wheel over one NATS connection."""
 
     def __init__(
         self,
@@ -117,7 +135,8 @@ class TimerService:
         max_inflight: int = 512,
         replicas: int = 1,
         stats: TimerStats | None = None,
-        on_fire_done: Callable[[TimerPayload, str, int | None], None] | None = None,
+        on_fire_done: FireDone | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.nc = nc
         self.js = nc.jetstream()
@@ -127,7 +146,13 @@ class TimerService:
         self.max_inflight = max_inflight
         self.replicas = replicas
         self.stats = stats if stats is not None else TimerStats()
-        self.on_fire_done = on_fire_done     # (payload, outcome, fire stamp): benchmarks
+        self.on_fire_done = on_fire_done     # (payload, outcome, fire ms, source): benchmarks
+        self.clock = clock                   # wall clock, seconds since the epoch
+        self.wheel = Wheel()
+        self._wheel_changed = asyncio.Event()
+        self._firing: set[asyncio.Task[None]] = set()
+        # table -> (turn, the wheel's final answer or None: left to the backstop)
+        self._answers: OrderedDict[str, tuple[int, asyncio.Future[str | None]]] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self.loops: list[PullLoop] = []
 
@@ -145,7 +170,7 @@ class TimerService:
         return True
 
     async def run(self, stop: asyncio.Event, *, turns: bool = True, fires: bool = True) -> None:
-        """Pull until ``stop`` is set (call :meth:`setup` first)."""
+        """Pull (and run the wheel) until ``stop`` is set (call :meth:`setup` first)."""
         if fires:
             self.loops.append(PullLoop(
                 self.nc, subjects.TIMER_STREAM, FIRES_CONSUMER, self._on_fire,
@@ -156,22 +181,89 @@ class TimerService:
                 self.nc, subjects.PUBLIC_STREAM, TURNS_CONSUMER, self._on_public,
                 max_inflight=self.max_inflight,
                 recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, turns_consumer_config())))
+        wheel = asyncio.create_task(self.run_wheel(stop))
         try:
             await asyncio.gather(*(loop.run(stop) for loop in self.loops))
         finally:
             for loop in self.loops:
                 await loop.drain()
+            await wheel
 
     def reconnected(self) -> None:
         """After a reconnect: the open pull requests are lost, ask again."""
         for loop in self.loops:
             loop.reset()
 
+    # -- the local wheel
+
+    def arm(self, timer: TimerPayload) -> bool:
+        """Set ``timer`` in the local wheel, unless its deadline has passed already (the
+        schedule, due at once, fires it) or the table's wheel timer is newer."""
+        if timer.deadline_ms <= self.clock() * 1000 or not self.wheel.set(timer):
+            return False
+        self._wheel_changed.set()
+        return True
+
+    async def run_wheel(self, stop: asyncio.Event) -> None:
+        """Fire the wheel's timers at their deadlines until ``stop``; then wait for
+        the timeouts under way (the wheel's pending timers are the schedules' job)."""
+        stopping = asyncio.create_task(stop.wait())
+        try:
+            while not stop.is_set():
+                for timer in self.wheel.due(int(self.clock() * 1000)):
+                    task = asyncio.create_task(self._fire_local(timer))
+                    self._firing.add(task)
+                    task.add_done_callback(self._firing.discard)
+                self._wheel_changed.clear()
+                deadline = self.wheel.next_deadline()
+                wait = None if deadline is None else max(deadline / 1000 - self.clock(), 0.0)
+                changed = asyncio.create_task(self._wheel_changed.wait())
+                await asyncio.wait({changed, stopping}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+        finally:
+            stopping.cancel()
+            if self._firing:
+                await asyncio.gather(*self._firing, return_exceptions=True)
+
+    async def _fire_local(self, timer: TimerPayload) -> None:
+        """Time the turn out now, unless the table's pending schedule is a newer turn's
+        (another instance has it: the turn is over).  A failure leaves it to the schedule."""
+        self.stats.local_fired += 1
+        fired = self.clock() * 1000
+        if await self._newer_turn_pending(timer):
+            self.stats.local_dropped += 1
+            return
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._answers[timer.table_id] = (timer.turn, answer)
+        self._answers.move_to_end(timer.table_id)
+        while len(self._answers) > LOCAL_ANSWERS:
+            self._answers.popitem(last=False)
+        code: str | None = None
+        try:
+            code = await self._send_timeout(timer)
+            if code is None or code in protocol.RETRYABLE or code == DUPLICATE_COMMAND:
+                self.stats.local_failed += 1
+                code = None
+            else:
+                self._finish(timer, code, int(fired), "wheel")
+        finally:
+            answer.set_result(code)
+
+    async def _newer_turn_pending(self, timer: TimerPayload) -> bool:
+        try:
+            pending = await self.js.get_last_msg(subjects.TIMER_STREAM, subjects.timer_schedule(timer.table_id),
+                                                 direct=True)
+            return decode_payload(pending.data).turn > timer.turn
+        except (msgspec.DecodeError, msgspec.ValidationError, nats.js.errors.NotFoundError):
+            return False
+        except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
+            return False                       # cannot tell: let the table decide (R20)
+
     # -- public events
 
     async def _on_public(self, msg: Any) -> None:
         kind = msg.headers.get(EVENT_HEADER) if msg.headers else None
-        if kind is not None and kind != WANTED_EVENT:
+        if kind is not None and kind not in WANTED_EVENTS:
             await msg.ack()
             return
         try:
@@ -181,7 +273,7 @@ class TimerService:
             log.warning("undecodable public message on %s: skipped", msg.subject)
             await msg.ack()
             return
-        if head.type != WANTED_EVENT:
+        if head.type not in WANTED_EVENTS:
             await msg.ack()
             return
         table_id = msg.subject.rsplit(".", 1)[1]
@@ -201,14 +293,15 @@ class TimerService:
         await msg.ack()
 
     async def _schedule(self, table_id: str, head: _Head) -> None:
-        """Publish the turn's schedule unless a newer turn's is pending (compare-and-set)."""
+        """Publish the turn's schedule unless a newer turn's is pending (compare-and-set),
+        then set it in the local wheel."""
         self.stats.turns_seen += 1
         if head.turn is None or head.deadline_ms is None:
             self.stats.error(BAD_TURN)
             return
-        payload = encode_payload(TimerPayload(
-            table_id=table_id, turn=head.turn, deadline_ms=head.deadline_ms, seat=head.seat,
-            kind=head.kind or "act"))
+        timer = TimerPayload(table_id=table_id, turn=head.turn, deadline_ms=head.deadline_ms, seat=head.seat,
+                             kind=head.kind or WANTED_EVENTS[head.type])
+        payload = encode_payload(timer)
         subject = subjects.timer_schedule(table_id)
         for _ in range(PUBLISH_ATTEMPTS):
             try:
@@ -232,10 +325,11 @@ class TimerService:
                     continue                          # someone wrote meanwhile: look again
                 raise
             self.stats.scheduled += 1
+            self.arm(timer)                           # durable first, then precise
             return
         raise nats.errors.TimeoutError  # pragma: no cover (ten lost races: retry later)
 
-    # -- fired timers
+    # -- fired schedules (the backstop)
 
     async def _on_fire(self, msg: Any) -> None:
         try:
@@ -246,16 +340,39 @@ class TimerService:
             return
         self.stats.fired += 1
         fired_ms = stamp_ms(msg)
+        if fired_ms is not None:
+            self.stats.fire_lateness_ms.append(fired_ms - timer.deadline_ms)
+        if await self._answered_locally(timer):
+            self.stats.backstop_skipped += 1
+            await msg.ack()
+            return
+        code = await self._send_timeout(timer)
+        if code is None or code in protocol.RETRYABLE or code == DUPLICATE_COMMAND:
+            await self._retry_later(msg)
+            return
+        self._finish(timer, code, fired_ms, "schedule")
+        await msg.ack()
+
+    async def _answered_locally(self, timer: TimerPayload) -> bool:
+        """Did this instance's wheel get the table's final answer for this turn or a
+        later one (waiting for it if it is under way)?"""
+        local = self._answers.get(timer.table_id)
+        if local is None or local[0] < timer.turn:
+            return False
+        return await asyncio.shield(local[1]) is not None
+
+    # -- the table's answer
+
+    async def _send_timeout(self, timer: TimerPayload) -> str | None:
+        """Send the turn's Timeout; the table's code (``ok`` or an error), None if no answer."""
         command = Timeout(turn=timer.turn, seat=timer.seat)     # the client numbers it; the table dates it
         try:
             reply = await self.client.send(timer.table_id, command, timeout=self.request_timeout)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 (no reply, no responders, disconnected)
-            log.info("timeout of %s turn %d: no answer (%s): redelivery", timer.table_id, timer.turn,
-                     type(e).__name__)
-            await self._retry_later(msg)
-            return
+            log.info("timeout of %s turn %d: no answer (%s)", timer.table_id, timer.turn, type(e).__name__)
+            return None
         code = OK if reply.ok else (reply.error.code if reply.error else "?")
         if code == DUPLICATE_COMMAND:
             # Not carried out: another instance, its clock ahead of ours, numbered a
@@ -263,20 +380,17 @@ class TimerService:
             self.stats.duplicate += 1
             log.warning("timeout of %s turn %d refused as a duplicate (a timer instance's clock is "
                         "ahead of this one's): again later", timer.table_id, timer.turn)
-        if code in protocol.RETRYABLE or code == DUPLICATE_COMMAND:
-            await self._retry_later(msg)
-            return
-        done = now_ms()
-        self._count_outcome(timer, code, reply)
-        if fired_ms is not None:
-            self.stats.fire_lateness_ms.append(fired_ms - timer.deadline_ms)
-        self.stats.done_lateness_ms.append(done - timer.deadline_ms)
-        await msg.ack()
+        elif code not in protocol.RETRYABLE:
+            self._count_outcome(timer, code, reply)
+        return code
+
+    def _finish(self, timer: TimerPayload, code: str, fired_ms: int | None, source: Source) -> None:
+        self.stats.done_lateness_ms.append(self.clock() * 1000 - timer.deadline_ms)
         if self.on_fire_done is not None:
-            self.on_fire_done(timer, code, fired_ms)
+            self.on_fire_done(timer, code, fired_ms, source)
 
     def _count_outcome(self, timer: TimerPayload, code: str, reply: protocol.Reply) -> None:
-        """Count the table's final answer to a timeout (the message is acked after it)."""
+        """Count the table's final answer to a timeout."""
         if code == OK:
             self.stats.timed_out += 1
             log.debug("timed out %s turn %d seat %s", timer.table_id, timer.turn, timer.seat)

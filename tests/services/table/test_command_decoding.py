@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from studroom.domain.commands import (
-    COMMAND_TYPES, Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, SitOut, SkipAnte,
-    StartHand, Timeout,
+    COMMAND_TYPES, Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, ScheduleHand, Show, SitDown,
+    SitOut, SkipAnte, StartHand, Timeout,
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import ChipsBought
@@ -23,6 +23,7 @@ COMMANDS: list[Command] = [
     SitOut(seat=3, sitting_out=False),
     Leave(seat=3),
     StartHand(seed="ab" * 32, button=2, now_ms=5),
+    ScheduleHand(pause_ms=1500),
     PostAnte(seat=1),
     SkipAnte(seat=1),
     DealStreet(cards=["As", "Kd"]),

@@ -10,10 +10,10 @@ from typing import Any
 import msgspec
 import pytest
 from studroom.domain.authority import Sender
-from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown, SitOut, StartHand
+from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown, SitOut, Timeout
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.errors import ALREADY_OPEN, DUPLICATE_COMMAND, NOT_YOUR_TURN, SEAT_TAKEN
-from studroom.domain.events import ChipsBought, HandStarted, TableOpened, TurnStarted
+from studroom.domain.events import ChipsBought, HandStarted, PauseStarted, TableOpened, TurnStarted
 from studroom.domain.table import Table
 from studroom.services.wire import protocol
 from studroom.services.table.command_handling import CommandHandler, Submission, decode_request
@@ -39,7 +39,7 @@ class CountingStore:
         self.before_append: Any = None
         self._lock = threading.Lock()
 
-    def append(self, batch: Any) -> None:
+    def append(self, batch: Any, snapshots: Any = ()) -> None:
         if self.before_append is not None:
             hook, self.before_append = self.before_append, None
             hook()
@@ -48,12 +48,15 @@ class CountingStore:
             raise error
         if self.delay:
             time.sleep(self.delay)
-        self.inner.append(batch)
+        self.inner.append(batch, snapshots)
         with self._lock:
             self.appends.append([(s, e, len(ev)) for s, e, ev in batch])
 
     def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
         return self.inner.load(stream_id, after_version)
+
+    def load_snapshot(self, stream_id: str, format: str) -> Any:  # noqa: A002
+        return self.inner.load_snapshot(stream_id, format)
 
     def read_notifications(self, start: int, limit: int) -> list[Any]:
         return self.inner.read_notifications(start, limit)
@@ -155,17 +158,22 @@ def test_hands_follow_each_other_in_the_same_append(store: CountingStore, handle
     assert replayed(store, "t1").hand_no == 1 and replayed(store, "t1").hand is not None
 
 
-def test_pause_between_hands_leaves_the_start_to_the_caller(store: CountingStore) -> None:
+def test_R5_R20_a_pause_between_hands_is_a_stored_turn_the_timer_ends(store: CountingStore) -> None:
     handler = CommandHandler(store, clock=clock, seed=seeded, pause_ms=500)
     handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
     for seat in range(2):
         handler.handle("t1", SitDown(seat=seat, player=f"p{seat}"))
-    assert handler.handle_batch([Submission("t1", BuyIn(seat=0, amount=500))])[0].start_due is False
-    outcome = handler.handle_batch([Submission("t1", BuyIn(seat=1, amount=500))])[0]
-    assert outcome.reply.ok and outcome.start_due
-    assert replayed(store, "t1").hand is None
-    assert handler.handle("t1", StartHand(seed=seeded())).ok
-    assert replayed(store, "t1").hand is not None
+    handler.handle("t1", BuyIn(seat=0, amount=500))
+    assert handler.handle("t1", BuyIn(seat=1, amount=500)).ok
+    pause = store.load("t1")[-1]
+    assert pause == PauseStarted(turn=1, deadline_ms=NOW + 500, pause_ms=500)   # same append as the BuyIn
+    assert replayed(store, "t1").hand is None and handler.stats.pauses == 1
+    timer = Sender("service", "timer")
+    assert handler.handle("t1", Timeout(turn=1, command_id="7"), timer).ok
+    kinds = [type(e).__name__ for e in store.load("t1")]
+    assert kinds[kinds.index("PauseStarted") + 1:][:2] == ["PauseEnded", "HandStarted"]
+    assert len(store.appends[-1]) == 1                         # the Timeout's append starts the hand
+    assert replayed(store, "t1").hand is not None and handler.stats.hands_started == 1
 
 
 def test_R5_next_hand_due_on_tables_replayed_from_the_store(store: CountingStore) -> None:
@@ -363,26 +371,6 @@ def test_the_worker_groups_concurrent_commands_and_serialises_a_table() -> None:
     assert len(store.appends) - before <= 4          # 16 writes, about 2 commits
     for t in tables:
         assert replayed(store, t).seats[3].player == f"{t}-a"
-
-
-def test_the_worker_starts_the_next_hand_after_the_pause() -> None:
-    store = CountingStore()
-    handler = CommandHandler(store, clock=clock, seed=seeded, pause_ms=30)
-    handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
-    for seat in range(2):
-        handler.handle("t1", SitDown(seat=seat, player=f"p{seat}"))
-    handler.handle("t1", BuyIn(seat=0, amount=500))
-
-    async def main() -> None:
-        worker = StoreWorker(handler)
-        worker.start()
-        reply = await worker.submit("t1", 0, BuyIn(seat=1, amount=500))
-        assert reply.ok and replayed(store, "t1").hand is None
-        await asyncio.sleep(0.2)
-        await worker.close()
-
-    asyncio.run(main())
-    assert replayed(store, "t1").hand is not None
 
 
 # ------------------------------------------------------------------ partitions

@@ -119,7 +119,7 @@ def _fired(table_id: str = "t1", turn: int = 4, seat: int | None = 2, num_delive
 def test_R19_a_fired_timer_times_out_its_turn_once_and_is_acked_after_the_reply() -> None:
     table = FakeTable("ok")
     service = _service(table)
-    done: list[tuple[TimerPayload, str, int | None]] = []
+    done: list[tuple[TimerPayload, str, int | None, str]] = []
     service.on_fire_done = lambda *args: done.append(args)
     msg = _fired()
     asyncio.run(service._on_fire(msg))
@@ -127,7 +127,7 @@ def test_R19_a_fired_timer_times_out_its_turn_once_and_is_acked_after_the_reply(
     assert msg.acked and not msg.naks
     assert service.stats.timed_out == 1 and service.stats.fired == 1
     assert list(service.stats.fire_lateness_ms) == [100]
-    assert done == [(decode_payload(msg.data), "ok", DEADLINE_MS + 100)]
+    assert done == [(decode_payload(msg.data), "ok", DEADLINE_MS + 100, "schedule")]
 
 
 @pytest.mark.parametrize("code", [errors.STALE_TIMEOUT, errors.NO_HAND])
