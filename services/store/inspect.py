@@ -30,13 +30,13 @@ def stores_found(database_url: str, prefix: str = STORE_SCHEMA_PREFIX) -> list[i
     return sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.match(schema)))
 
 
-def store_layout_problem(database_url: str, stores: int) -> str | None:
+def store_layout_problem(database_url: str, stores: int, prefix: str = STORE_SCHEMA_PREFIX) -> str | None:
     """Tables stored under another number of stores would be looked for in the wrong
     store (and opened anew there): say so, or None when the layout fits."""
-    found = stores_found(database_url)
+    found = stores_found(database_url, prefix)
     misplaced = []
     for index in found:
-        for store in open_stores(database_url, [store_schema(index)]):
+        for store in open_stores(database_url, [store_schema(index, prefix)], create=False):
             try:
                 misplaced += [t for t in stream_ids(store) if store_of_table(t, stores) != index]
             finally:
@@ -45,7 +45,7 @@ def store_layout_problem(database_url: str, stores: int) -> str | None:
         return None
     return (f"{len(misplaced)} stored tables (e.g. {misplaced[0]}) live in other event stores "
             f"than --stores {stores} puts them; start with the number of stores they were "
-            f"written with (store schemas found: {', '.join(store_schema(i) for i in found)})")
+            f"written with (store schemas found: {', '.join(store_schema(i, prefix) for i in found)})")
 
 
 def open_stores(database_url: str, schemas: Sequence[str], *, create: bool = True) -> list[Any]:

@@ -2,12 +2,15 @@
 
 Partition ``p`` (:mod:`..wire.partitioning`) is stored in event store ``p % n_stores``,
 PostgreSQL schema ``studroom_p{j}``.  Every process of an installation must use the
-same number of stores, or a table's history would be looked for in the wrong store.
+same number of stores, or a table's history would be looked for in the wrong store:
+the first start records the number in the database (``check_recorded_layout``), and
+a process started with another refuses to run.
 """
 
 from __future__ import annotations
 
 from ..wire import subjects
+from ..wire.declared import Refused
 from ..wire.partitioning import partition_of
 
 STORE_SCHEMA_PREFIX = "studroom_p"
@@ -29,3 +32,47 @@ def store_schema(index: int, prefix: str = STORE_SCHEMA_PREFIX) -> str:
 def store_schemas(stores: int, prefix: str = STORE_SCHEMA_PREFIX) -> list[str]:
     """The schemas of an installation with ``stores`` event stores."""
     return [store_schema(j, prefix) for j in range(stores)]
+
+
+class LayoutMismatch(Refused):
+    """The process was started with another number of stores than its installation
+    recorded: it must not run (one line, naming the fix)."""
+
+
+LAYOUT_TABLE = "studroom_layout"
+
+
+def check_recorded_layout(database_url: str, stores: int, prefix: str = STORE_SCHEMA_PREFIX) -> None:
+    """Refuse (:class:`LayoutMismatch`) a number of stores other than the one recorded
+    in the database for the stores ``prefix``; record ``stores`` if none is (the
+    first start; stores written before the record are checked table by table)."""
+    import psycopg
+
+    if stores < 1:
+        raise LayoutMismatch(f"--stores must be 1 or more, not {stores}")
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS public.{LAYOUT_TABLE} (prefix text PRIMARY KEY, "
+                     "stores integer NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now())")
+        row = conn.execute(f"SELECT stores, recorded_at FROM public.{LAYOUT_TABLE} WHERE prefix = %s",
+                           (prefix,)).fetchone()
+        if row is None:
+            _check_unrecorded(database_url, stores, prefix)
+            conn.execute(f"INSERT INTO public.{LAYOUT_TABLE} (prefix, stores) VALUES (%s, %s) "
+                         "ON CONFLICT (prefix) DO NOTHING", (prefix, stores))
+            row = conn.execute(f"SELECT stores, recorded_at FROM public.{LAYOUT_TABLE} WHERE prefix = %s",
+                               (prefix,)).fetchone()
+    recorded, since = row
+    if recorded != stores:
+        raise LayoutMismatch(
+            f"this installation keeps its tables in {recorded} event store(s) (recorded in "
+            f"public.{LAYOUT_TABLE} on {since:%Y-%m-%d}), not {stores}: start every service with "
+            f"--stores {recorded}")
+
+
+def _check_unrecorded(database_url: str, stores: int, prefix: str) -> None:
+    """Stores written before the layout was recorded: every table where ``stores`` puts it."""
+    from .inspect import store_layout_problem
+
+    problem = store_layout_problem(database_url, stores, prefix)
+    if problem is not None:
+        raise LayoutMismatch(problem)
