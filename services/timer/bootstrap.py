@@ -87,7 +87,7 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
     from ..runtime import process
     from ..runtime.credentials import masked_url
     from ..runtime.preflight import preflight
-    from .service import TimerService
+    from .service import SENDER, TimerService
 
     service: TimerService | None = None
 
