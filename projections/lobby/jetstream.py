@@ -15,9 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Final
 
-import nats.js.errors
 from nats.js.api import ConsumerConfig, KeyValueConfig, StorageType
-from studroom.services.wire import subjects
+from studroom.services.wire import declared, subjects
 from studroom.services.wire.pull import shared_consumer
 
 LOBBY_BUCKET: Final = "studroom_lobby"       # key = table id, value = a LobbyEntry (entry.py)
@@ -47,11 +46,4 @@ def bucket_config(replicas: int = 1) -> KeyValueConfig:
 
 async def ensure_bucket(js: Any, replicas: int = 1) -> Any:
     """The lobby's bucket, created if missing (by this or another instance)."""
-    try:
-        return await js.key_value(LOBBY_BUCKET)
-    except nats.js.errors.BucketNotFoundError:
-        pass
-    try:
-        return await js.create_key_value(bucket_config(replicas))
-    except nats.js.errors.BadRequestError:
-        return await js.key_value(LOBBY_BUCKET)       # another instance won
+    return await declared.ensure_bucket(js, bucket_config(replicas))

@@ -45,6 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how long the private stream keeps players' down cards (default 86400: 24 h)")
     parser.add_argument("--public-max-age", type=positive_float, default=RelayConfig.public_max_age, metavar="SECONDS",
                         help="how long the public stream keeps events (default 604800: 7 days)")
+    parser.add_argument("--private-max-bytes", type=positive_int, default=RelayConfig.private_max_bytes,
+                        metavar="BYTES", help="the most the private stream keeps, oldest dropped (default 1 GiB)")
+    parser.add_argument("--public-max-bytes", type=positive_int, default=RelayConfig.public_max_bytes,
+                        metavar="BYTES", help="the most the public stream keeps, oldest dropped (default 4 GiB)")
 
 
 def relay_config(args: argparse.Namespace) -> RelayConfig:
@@ -52,7 +56,8 @@ def relay_config(args: argparse.Namespace) -> RelayConfig:
     if min(args.private_max_age, args.public_max_age) <= 0:
         raise SystemExit("--private-max-age and --public-max-age must be positive")
     return RelayConfig(batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas,
-                       private_max_age=args.private_max_age, public_max_age=args.public_max_age)
+                       private_max_age=args.private_max_age, public_max_age=args.public_max_age,
+                       private_max_bytes=args.private_max_bytes, public_max_bytes=args.public_max_bytes)
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:

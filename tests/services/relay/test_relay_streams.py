@@ -153,3 +153,10 @@ def test_serve_relay_keeps_down_cards_a_day_unless_told_otherwise() -> None:
 def test_a_retention_of_zero_is_a_usage_error(option: str) -> None:
     with pytest.raises(SystemExit, match="must be positive"):
         relay_config(_options(option, "0"))
+
+
+def test_the_streams_keep_at_most_their_max_bytes_by_default_and_as_told() -> None:
+    public, private = stream_configs(relay_config(_options()))
+    assert (public.max_bytes, private.max_bytes) == (4 << 30, 1 << 30)
+    config = relay_config(_options("--public-max-bytes", "1000000", "--private-max-bytes", "2000"))
+    assert (config.public_max_bytes, config.private_max_bytes) == (1_000_000, 2000)

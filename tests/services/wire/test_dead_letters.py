@@ -58,7 +58,11 @@ async def _run(nats_url: str, bodies: list[bytes]) -> tuple[list[bytes], dict[st
                     b"slow"):
                 break
             await asyncio.sleep(0.1)
-        info = await js.consumer_info(STREAM, CONSUMER)
+        for _ in range(50):                                   # the last acknowledgement on its way
+            info = await js.consumer_info(STREAM, CONSUMER)
+            if not info.num_ack_pending:
+                break
+            await asyncio.sleep(0.1)
         kv = await js.key_value(DEAD_LETTER_BUCKET)
         letters = {}
         for i, body in enumerate(bodies, start=1):
