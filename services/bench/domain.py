@@ -17,6 +17,7 @@ from studroom import domain
 from studroom.domain.events import Acted, TurnStarted
 from studroom.domain.simulate import STAKES, WEIGHTS, new_table, play_hand, top_up
 
+from ..runtime.arguments import positive_float
 from . import hand_evaluation, pokerkit_baseline
 
 GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
@@ -169,7 +170,7 @@ HELP = "hands/s of the pure domain beside pokerkit; evaluations/s"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seconds", type=float, default=2.0, help="per engine and case (default 2)")
+    parser.add_argument("--seconds", type=positive_float, default=2.0, help="per engine and case (default 2)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -49,6 +49,7 @@ from studroom.domain.simulate import STAKES, choose
 from studroom.domain.table import Table
 from studroom.projections.history.hands import spans
 
+from ..runtime.arguments import positive_int
 from .database import bench_database
 
 HELP = "history: hands verified/s (re-run + deck audit) beside bare replay; history rebuild events/s beside bare reads"
@@ -58,9 +59,9 @@ BATCH = 2000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hands", type=int, default=3000, help="hands to verify (default 3000)")
-    parser.add_argument("--events", type=int, default=100_000, help="stored events to rebuild from (default 100000)")
-    parser.add_argument("--tables", type=int, default=16, help="tables of the simulated room (default 16)")
+    parser.add_argument("--hands", type=positive_int, default=3000, help="hands to verify (default 3000)")
+    parser.add_argument("--events", type=positive_int, default=100_000, help="stored events to rebuild from (default 100000)")
+    parser.add_argument("--tables", type=positive_int, default=16, help="tables of the simulated room (default 16)")
 
 
 TIMER = Sender("service", "timer")

@@ -45,6 +45,7 @@ from studroom.domain.events import Event, PlayerLeft, TurnStarted
 from studroom.domain.simulate import STAKES, choose
 from studroom.domain.table import Table
 
+from ..runtime.arguments import positive_int
 from ..store.layout import store_of_table, store_schema
 from ..store.postgres import PostgresEventStore
 from .database import bench_database
@@ -313,9 +314,9 @@ def bench(database_url: str, *, events: int, tables: int, stores: int) -> dict[s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--events", type=int, default=100_000, help="events to store and book (default 100000)")
-    parser.add_argument("--tables", type=int, default=16, help="simulated tables (default 16)")
-    parser.add_argument("--stores", type=int, default=2, help="table stores (default 2)")
+    parser.add_argument("--events", type=positive_int, default=100_000, help="events to store and book (default 100000)")
+    parser.add_argument("--tables", type=positive_int, default=16, help="simulated tables (default 16)")
+    parser.add_argument("--stores", type=positive_int, default=2, help="table stores (default 2)")
 
 
 def run(args: argparse.Namespace) -> int:

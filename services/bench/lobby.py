@@ -34,6 +34,8 @@ from studroom.projections.lobby.entry import decode
 from studroom.projections.lobby.jetstream import LOBBY_BUCKET, consumer_name
 
 from ..relay.streams import ensure_streams
+from ..room.plans import MAX_BOTS_PER_TABLE
+from ..runtime.arguments import int_range, positive_float, positive_int
 from ..runtime.embedded_nats import EmbeddedNats
 from ..runtime.settings import Settings
 from ..runtime.stats import percentile
@@ -316,10 +318,10 @@ def rebuild(*, events: int, tables: int) -> dict[str, float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seconds", type=float, default=10.0, help="of play measured for the lag (default 10)")
-    parser.add_argument("--tables", type=int, default=16, help="tables played at once (default 16)")
-    parser.add_argument("--bots-per-table", type=int, default=4, help="bots at each table (default 4)")
-    parser.add_argument("--events", type=int, default=100_000, help="events the lobby rebuilds from (default 100000)")
+    parser.add_argument("--seconds", type=positive_float, default=10.0, help="of play measured for the lag (default 10)")
+    parser.add_argument("--tables", type=positive_int, default=16, help="tables played at once (default 16)")
+    parser.add_argument("--bots-per-table", type=int_range(2, MAX_BOTS_PER_TABLE), default=4, help="bots at each table (default 4)")
+    parser.add_argument("--events", type=positive_int, default=100_000, help="events the lobby rebuilds from (default 100000)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,7 +24,8 @@ from typing import IO
 
 from ..auth.authority import Authority, room_authority
 from ..room.bots import Room
-from ..room.plans import TablePlan, plan_tables, table_ids
+from ..room.plans import MAX_BOTS_PER_TABLE, TablePlan, plan_tables, table_ids
+from ..runtime.arguments import int_range, positive_float, positive_int
 from ..runtime.embedded_nats import EmbeddedNats
 from ..runtime.settings import Settings
 from ..runtime.supervisor import Services, child_env
@@ -240,10 +241,10 @@ AUTH_MODES = {"on": (True,), "off": (False,), "both": (True, False)}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seconds", type=float, default=10.0, help="per configuration (default 10)")
-    parser.add_argument("--tables", type=int, default=16, help="tables played at once (default 16)")
-    parser.add_argument("--bots-per-table", type=int, default=4, help="bots at each table (default 4)")
-    parser.add_argument("--stores-n", type=int, default=4, help="N of the 1/N stores rows (default 4)")
+    parser.add_argument("--seconds", type=positive_float, default=10.0, help="per configuration (default 10)")
+    parser.add_argument("--tables", type=positive_int, default=16, help="tables played at once (default 16)")
+    parser.add_argument("--bots-per-table", type=int_range(2, MAX_BOTS_PER_TABLE), default=4, help="bots at each table (default 4)")
+    parser.add_argument("--stores-n", type=positive_int, default=4, help="N of the 1/N stores rows (default 4)")
     parser.add_argument("--auth", choices=sorted(AUTH_MODES), default="both",
                         help="NATS authorization on, off or both side by side (default both)")
 

@@ -17,6 +17,7 @@ import msgspec
 import psycopg
 from psycopg import sql
 
+from ..runtime.arguments import positive_float
 from ..store.postgres import PostgresEventStore
 from .baselines import bare_commits_per_second
 from .database import bench_database
@@ -100,7 +101,7 @@ HELP = "event-store appends per second, beside bare INSERT commits"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seconds", type=float, default=3.0, help="per measurement (default 3)")
+    parser.add_argument("--seconds", type=positive_float, default=3.0, help="per measurement (default 3)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,6 +35,7 @@ from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
 
 from ..players.client import TableClient
+from ..runtime.arguments import positive_float, positive_int
 from ..runtime.stats import percentile
 from ..store.port import EventStore
 
@@ -186,10 +187,10 @@ HELP = "commands/s of in-process table services over NATS, by number of stores"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tables", type=int, default=8, help="tables played at once (default 8)")
-    parser.add_argument("--stores", type=int, nargs="+", default=[1, 2], help="store counts to compare (default 1 2)")
-    parser.add_argument("--instances", type=int, default=1, help="table services (default 1)")
-    parser.add_argument("--seconds", type=float, default=5.0, help="per configuration (default 5)")
+    parser.add_argument("--tables", type=positive_int, default=8, help="tables played at once (default 8)")
+    parser.add_argument("--stores", type=positive_int, nargs="+", default=[1, 2], help="store counts to compare (default 1 2)")
+    parser.add_argument("--instances", type=positive_int, default=1, help="table services (default 1)")
+    parser.add_argument("--seconds", type=positive_float, default=5.0, help="per configuration (default 5)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -144,6 +144,11 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             after = events_stored(database_url, schemas)
             chips = chip_check(database_url, schemas)
     _summary(say, result, before, after, chips, problems, options)
+    return exit_code(result, chips, problems)
+
+
+def exit_code(result: RoomResult | None, chips: ChipCheck, problems: Sequence[str]) -> int:
+    """0 when the bots played, the chips of the tables are conserved and no service failed."""
     played = result is not None and result.not_played is None
     return 0 if played and chips.tables and chips.conserved and not problems else 1
 

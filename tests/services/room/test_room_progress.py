@@ -60,3 +60,9 @@ def test_quiet_writes_nothing() -> None:
     shown.show("anything")
     shown.done()
     assert out.getvalue() == ""
+
+
+def test_the_line_counts_the_services_started_again() -> None:
+    line = status_line(hands=5, actions=9, rate=1.0, tables=1, bots=2, errors=0, seconds=3, restarts=2)
+    assert line.endswith(" | restarts 2")
+    assert "restarts" not in status_line(hands=5, actions=9, rate=1.0, tables=1, bots=2, errors=0, seconds=3)

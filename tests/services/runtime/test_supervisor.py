@@ -4,11 +4,20 @@ lines, and stopping them reports what went wrong. Stand-in children, no servers.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from studroom.services.cli import build_parser
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.supervisor import SERVE, Services, child_env
+from studroom.services.runtime.supervisor import (
+    BACKOFF_FIRST,
+    BACKOFF_MAX,
+    HEALTHY_AFTER,
+    SERVE,
+    Life,
+    Services,
+    child_env,
+)
 from studroom.services.store.layout import store_schemas
 
 
@@ -103,3 +112,46 @@ def test_a_service_that_died_is_reported(tmp_path: Path) -> None:
     problems = services.stop()
     assert problems == [f"{name} exited with 3 (log {tmp_path / name}.log)"
                         for name in ("room-table-1", "room-table-2", "room-relay")]
+
+
+def test_a_dead_child_starts_again_after_a_back_off_that_doubles(tmp_path: Path) -> None:
+    services = StandIns(tmp_path, exit_code=3)
+    services.start()
+    try:
+        for _, proc, _ in services.procs:
+            proc.wait(timeout=20)
+        t = time.monotonic()
+        assert services.supervise(t) == []                      # seen dead: back-off begins
+        assert services.supervise(t + BACKOFF_FIRST - 0.01) == []
+        assert services.supervise(t + BACKOFF_FIRST) == ["room-table-1", "room-table-2", "room-relay"]
+        assert services.restarts() == {"room-table-1": 1, "room-table-2": 1, "room-relay": 1}
+        for _, proc, _ in services.procs:
+            proc.wait(timeout=20)
+        t += BACKOFF_FIRST
+        services.supervise(t)
+        assert services.supervise(t + BACKOFF_FIRST) == []      # doubled: 1 s now
+        assert len(services.supervise(t + 2 * BACKOFF_FIRST)) == 3
+        assert services.lives["room-relay"].backoff == 4 * BACKOFF_FIRST
+        assert services.dead() == []      # the new ones may not have exited yet ...
+    finally:
+        services.stop()
+    log = (tmp_path / "room-relay.log").read_text()
+    assert log.count("exited with 3; starting again") == 2
+
+
+def test_the_back_off_is_at_most_its_maximum_and_starts_over_after_a_healthy_minute(tmp_path: Path) -> None:
+    life = Life(["serve"], since=0.0)
+    backoffs, now = [], 0.0
+    with (tmp_path / "log").open("wb") as log:
+        for _ in range(8):
+            now += 1.0                                   # dies a second after its start
+            assert not life.due(now, 1, log)
+            backoffs.append(life.again_at - now)
+            now = life.again_at
+            assert life.due(now, 1, log)
+            life.started(now)
+        now += HEALTHY_AFTER                             # lived a minute: back to the first
+        life.due(now, 1, log)
+        assert life.again_at == now + BACKOFF_FIRST
+    assert backoffs == [0.5, 1, 2, 4, 8, BACKOFF_MAX, BACKOFF_MAX, BACKOFF_MAX]
+    assert life.restarts == 8
