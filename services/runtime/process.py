@@ -192,10 +192,12 @@ def _outage(error: BaseException) -> bool:
 class NatsOutage:
     """A connection's callbacks that say a lost NATS once, not at every attempt to
     reconnect (nats-py would log a traceback every ``reconnect_time_wait``); an
-    error that repeats is said once too."""
+    error that repeats is said once too.  ``level``: of these lines (a connection that
+    does not reconnect leaves the saying to its owner: DEBUG)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, level: int = logging.WARNING) -> None:
         self.name = name
+        self.level = level
         self.client: Any = None
         self.since: float | None = None       # lost since (monotonic)
         self.said: str | None = None          # the last error said
@@ -205,7 +207,7 @@ class NatsOutage:
             self._lost(f"NATS unreachable ({one_line(error)}); trying again")
         elif one_line(error) != self.said:
             self.said = one_line(error)
-            log.warning("%s: NATS: %s", self.name, self.said)
+            log.log(self.level, "%s: NATS: %s", self.name, self.said)
 
     async def disconnected(self) -> None:
         if not (self.client is not None and self.client.is_closed):
@@ -213,13 +215,13 @@ class NatsOutage:
 
     async def reconnected(self) -> None:
         if self.since is not None:
-            log.warning("%s: reconnected to NATS after %.1f s", self.name, time.monotonic() - self.since)
+            log.log(self.level, "%s: reconnected to NATS after %.1f s", self.name, time.monotonic() - self.since)
         self.since = self.said = None
 
     def _lost(self, what: str) -> None:
         if self.since is None:
             self.since = time.monotonic()
-            log.warning("%s: %s", self.name, what)
+            log.log(self.level, "%s: %s", self.name, what)
 
 
 def _lost(error: BaseException) -> bool:
@@ -248,7 +250,7 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
     if creds is not None:
         role, identity = identity_of(Path(creds))
         settings |= {"user_credentials": str(creds), "inbox_prefix": subjects.inbox_prefix(role, identity)}
-    outage = NatsOutage(name)
+    outage = NatsOutage(name, logging.WARNING if options.get("allow_reconnect", True) else logging.DEBUG)
     for key, own in (("error_cb", outage.error), ("disconnected_cb", outage.disconnected),
                      ("reconnected_cb", outage.reconnected)):
         settings[key] = _then(own, options.pop(key, None))
