@@ -1,0 +1,53 @@
+"""How long does the room take to recover from each fault?  The fault drill
+(services/room/faults.py) on embedded servers in a throwaway folder: kill -9 of each
+service, PostgreSQL and NATS stopped and started, each followed by the time until every
+table dealt a new hand and the service answered again, beside the same measure with no
+fault (what each row means: docs/design/resilience.md).
+
+    studroom bench faults [--tables N] [--bots-per-table B] [--pace MS] [--outage S]
+                          [--limit S] [--only SERVICE|postgres|nats ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from ..room.faults import Drill, DrillOptions, report_table
+
+HELP = ("recovery time after kill -9 of each service and a PostgreSQL / NATS restart, "
+        "under bot load, beside a baseline with no fault")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = DrillOptions()
+    parser.add_argument("--tables", type=int, default=defaults.tables, help="tables (default %(default)s)")
+    parser.add_argument("--bots-per-table", type=int, default=defaults.bots_per_table,
+                        help="bots at each table (default %(default)s)")
+    parser.add_argument("--pace", type=int, default=defaults.pace_ms, metavar="MS",
+                        help="bots think this long (default %(default)s)")
+    parser.add_argument("--outage", type=float, default=defaults.outage, metavar="S",
+                        help="seconds a server stays down (default %(default)s)")
+    parser.add_argument("--limit", type=float, default=defaults.limit, metavar="S",
+                        help="seconds a recovery may take before it counts as failed (default %(default)s)")
+    parser.add_argument("--only", nargs="+", default=[], metavar="FAULT",
+                        help="only these faults: services (table, relay, ...), postgres, nats")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.getLogger("nats").setLevel(logging.CRITICAL)    # the drill's own connections lose NATS on purpose
+    options = DrillOptions(tables=args.tables, bots_per_table=args.bots_per_table, pace_ms=args.pace,
+                           outage=args.outage, limit=args.limit)
+    folder = Path(tempfile.mkdtemp(prefix="studroom-bench-faults-"))
+    try:
+        report = Drill(folder, options, say=lambda text: print(text, flush=True)).run(args.only)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print()
+    print(report_table(report))
+    sys.stdout.flush()
+    return 0 if not report.failures else 1

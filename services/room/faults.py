@@ -1,0 +1,462 @@
+"""The fault drill: one room under bot load, on embedded servers of its own, and the
+faults in turn: ``kill -9`` of each service the room runs, PostgreSQL stopped and
+started, NATS stopped and started (same port, same JetStream folder).  After each:
+every table deals a new hand, the killed service is running and answering again, no
+stored event is lost or doubled on the public stream, the chips add up; and how long
+recovery took.  The fault tests (tests/faults/) and ``studroom bench faults`` run it;
+what each fault promises and how recovery is measured: docs/design/resilience.md."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from eventsourcing.utils import get_topic
+from psycopg import sql
+from studroom.domain.events import CardsDealt, HandStarted
+from studroom.projections.history.protocol import Hands
+from studroom.projections.history.protocol import decode_reply as decode_history
+from studroom.projections.history.protocol import encode as encode_history
+from studroom.projections.ledger.room_check import chip_check
+from studroom.projections.ledger.schema import LEDGER_SCHEMA
+from studroom.projections.lobby.queries import LobbyQuery, decode_answer, encode_query
+
+from ..cashier.client import CashierClient
+from ..cashier.protocol import Balance
+from ..runtime import process
+from ..runtime.embedded_nats import EmbeddedNats
+from ..runtime.embedded_postgres import EmbeddedPostgres
+from ..runtime.server_process import ServerProcess
+from ..runtime.supervisor import SERVE, Services, child_env
+from ..store.layout import store_schemas
+from ..store.postgres import DEFAULT_TABLE
+from ..table.partitions import lease_owners
+from ..wire import subjects
+from ..wire.partitioning import partition_of
+from .bots import Room
+from .consistency import Consistency
+from .plans import plan_tables, table_ids
+from .room import SUPERVISE_EVERY
+
+BASELINE = "baseline"
+KILL = "kill"
+SERVER = "server"
+STOP, CRASH = "stop", "kill -9"           # how a server goes down: a clean stop, or SIGKILL
+PROBE = "drill"            # the drill's operator identity: asks the cashier, lobby and history
+AUDITOR = "projections"    # the service identity the drill reads the public stream as
+ANSWERING = ("cashier", "lobby", "history", "ledger")     # services with a probe of their own
+
+Say = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class DrillOptions:
+    tables: int = 4
+    bots_per_table: int = 3
+    instances: int = 2           # table-service processes
+    stores: int = 2
+    pace_ms: int = 10            # the bots' thinking time
+    outage: float = 2.0          # seconds a server stays down
+    limit: float = 20.0          # seconds recovery may take before the fault counts as failed
+    stream_wait: float = 10.0    # seconds the stream may lag the stores before an event counts as lost
+    seed: int = 12
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str          # as the report prints it
+    kind: str          # BASELINE, KILL or SERVER
+    target: str = ""   # the child process killed, or "postgres" / "nats"
+    service: str = ""  # what the killed child serves (table, relay, ...); a server: STOP or CRASH
+
+
+@dataclass
+class Outcome:
+    fault: Fault
+    recovery: float | None = None      # seconds from the fault's end until all was back
+    dealing: float | None = None       # ... until every table dealt a new hand
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class DrillReport:
+    outcomes: list[Outcome]
+    events: int = 0                    # stored, on the drill's tables
+    published: int = 0                 # on the public stream
+    duplicates: int = 0
+    hands: int = 0
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+
+def faults_of(services: Services) -> list[Fault]:
+    """The faults, in the order the drill injects them: a kill of the first child of
+    each service the room runs, then PostgreSQL, then NATS."""
+    out, seen = [], set()
+    for name, command in services.commands():
+        service = command[len(SERVE)]
+        if service not in seen:
+            seen.add(service)
+            out.append(Fault(f"kill -9 {service}", KILL, name, service))
+    for server in ("postgres", "nats"):
+        out.append(Fault(f"{server} stop/start", SERVER, server, STOP))
+        out.append(Fault(f"{server} kill -9/start", SERVER, server, CRASH))
+    return out
+
+
+async def _supervise(services: Services) -> None:
+    """What the room does while it plays: start again the services that died."""
+    while True:
+        services.supervise()
+        await asyncio.sleep(SUPERVISE_EVERY)
+
+
+def _pid_of(services: Services, name: str) -> int | None:
+    """The pid of the running child ``name`` (None: not running)."""
+    for child, proc, _ in services.procs:
+        if child == name and proc.poll() is None:
+            return proc.pid
+    return None
+
+
+class Drill:
+    """The room, its servers and the faults (blocking: :meth:`run`)."""
+
+    def __init__(self, data_dir: Path, options: DrillOptions = DrillOptions(),
+                 say: Say = lambda _text: None) -> None:
+        self.data_dir = data_dir
+        self.options = options
+        self.say = say
+        self.tables = table_ids(options.tables, prefix="f")
+        self.postgres: EmbeddedPostgres | None = None
+        self.nats: EmbeddedNats | None = None
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self, only: Sequence[str] = ()) -> DrillReport:
+        """Start the servers and the room, inject the faults (those named in ``only``,
+        by kind or service: all when empty), check the end; the servers stop after."""
+        options = self.options
+        with EmbeddedPostgres(self.data_dir) as postgres, EmbeddedNats(self.data_dir) as nats:
+            self.postgres, self.nats = postgres, nats
+            services = Services(child_env(nats.url, postgres.url, self.data_dir), self.data_dir / "logs",
+                                instances=options.instances, stores=options.stores, timers=True,
+                                authority=nats.authority)
+            faults = [f for f in faults_of(services) if not only or f.service in only or f.target in only]
+            self.say(f"fault drill: {options.tables} tables x {options.bots_per_table} bots, pace "
+                     f"{options.pace_ms} ms, {options.instances} table services, {options.stores} stores; "
+                     f"{len(faults)} faults")
+            services.start()
+            stopped = False
+            try:
+                report = asyncio.run(self._drill(services, faults))
+                final = report.outcomes[-1]
+                final.notes += services.stop()
+                stopped = True
+                chips = chip_check(postgres.url, self._schemas())
+                if not chips.conserved:
+                    final.problems.append(f"chips not conserved (books against stores): {chips.summary()}; "
+                                          + "; ".join(chips.bad[:5]))
+                report.hands = chips.hands
+            finally:
+                if not stopped:
+                    services.stop()
+        return report
+
+    def _schemas(self) -> list[str]:
+        return store_schemas(self.options.stores)
+
+    async def _drill(self, services: Services, faults: list[Fault]) -> DrillReport:
+        assert self.nats is not None and self.postgres is not None and self.nats.authority is not None
+        authority = self.nats.authority
+        options = self.options
+        plans = plan_tables(self.tables, options.bots_per_table, {})
+        room = Room(self.nats.url, plans, authority=authority, pace_ms=options.pace_ms, seed=options.seed)
+        audit = await process.connect(self.nats.url, "studroom-drill-audit",
+                                      creds=authority.ensure("service", AUDITOR))
+        probe = await process.connect(self.nats.url, "studroom-drill-probe", creds=authority.ensure("operator", PROBE))
+        self.js = audit.jetstream(timeout=5.0)
+        self.probe = probe
+        self.player = plans[0].seats[min(plans[0].seats)]
+        self.consistency = Consistency(self.postgres.url, self._schemas(), self.tables)
+        outcomes: list[Outcome] = []
+        supervising = asyncio.create_task(_supervise(services))
+        try:
+            started = time.monotonic()
+            await room.start()
+            await self._dealing(time.monotonic(), await asyncio.to_thread(self._marks), 60.0)  # warm up
+            self.say(f"  the room plays ({time.monotonic() - started:.1f} s to open, seat and deal)")
+            outcomes.append(await self._measure(Fault("baseline (no fault)", BASELINE), services))
+            for fault in faults:
+                self.say(f"  {fault.name} ...")
+                outcomes.append(await self._measure(fault, services))
+                self.say("    " + _line(outcomes[-1]))
+            outcomes.append(await self._final(room))
+        finally:
+            supervising.cancel()
+            await room.stop()
+            for nc in (audit, probe):
+                with contextlib.suppress(Exception):
+                    await nc.close()
+        c = self.consistency
+        return DrillReport(outcomes, events=sum(c.stored_versions().values()),
+                           published=sum(c.published.values()), duplicates=c.duplicates)
+
+    # ------------------------------------------------------------------ one fault
+
+    async def _measure(self, fault: Fault, services: Services) -> Outcome:
+        outcome = Outcome(fault)
+        if await self._until(self._all_running(services), time.monotonic() + self.options.limit) is None:
+            outcome.problems.append(f"down before the fault: {', '.join(services.dead())}")
+        seen_problems = len(self.consistency.problems)
+        running = {name: _pid_of(services, name) for name, _ in services.commands()}
+        killed: int | None = None
+        if fault.kind == KILL:
+            if fault.service == "table":
+                fault = await self._busiest_table_service(services, fault)
+                outcome.fault = fault
+            killed = _pid_of(services, fault.target)
+            if killed is None:
+                outcome.problems.append(f"{fault.target} was not running")
+            else:
+                os.killpg(killed, signal.SIGKILL)
+        elif fault.kind == SERVER:
+            problem = await asyncio.to_thread(self._stop_start, self._server(fault.target), fault.service)
+            if problem:
+                outcome.problems.append(problem)
+        ended = time.monotonic()
+        limit = self.options.limit
+        ledger_mark = await asyncio.to_thread(self._booked)
+        marks = await asyncio.to_thread(self._marks)
+        dealt, back = await asyncio.gather(
+            self._dealing(ended, marks, limit),
+            self._back(fault, services, killed, ledger_mark, ended + limit))
+        if len(dealt) < len(self.tables):
+            late = sorted(set(self.tables) - set(dealt))
+            outcome.problems.append(f"no new hand within {limit:g} s at {', '.join(late)}")
+        else:
+            outcome.dealing = max(dealt.values()) - ended
+        for what, at in back.items():
+            if at is None:
+                outcome.problems.append(f"{what} not back within {limit:g} s")
+        if outcome.dealing is not None and all(at is not None for at in back.values()):
+            outcome.recovery = max([outcome.dealing, *(at - ended for at in back.values() if at is not None)])
+        restarted = sorted(name for name, pid in running.items()
+                           if name != fault.target and _pid_of(services, name) != pid)
+        if restarted:
+            outcome.notes.append(f"started again during the fault: {', '.join(restarted)}")
+        await self._consistent(outcome, seen_problems)
+        return outcome
+
+    async def _busiest_table_service(self, services: Services, fault: Fault) -> Fault:
+        """The table-service instance that serves most of the drill's tables now (by
+        their partitions' leases): killing it stops tables."""
+        owners = await lease_owners(self.js)
+        serving: dict[str, list[str]] = {}
+        for table_id in self.tables:
+            serving.setdefault(owners.get(partition_of(table_id), ""), []).append(table_id)
+        for name, command in services.commands():
+            instance = command[command.index("--instance-id") + 1] if "--instance-id" in command else None
+            if command[len(SERVE)] == "table" and instance in serving:
+                busiest = max(serving, key=lambda i: len(serving[i]))
+                if instance == busiest:
+                    return Fault(f"kill -9 table ({name}: {', '.join(serving[instance])})", KILL, name, "table")
+        return fault
+
+    def _server(self, name: str) -> ServerProcess:
+        server = self.postgres if name == "postgres" else self.nats
+        assert server is not None
+        return server
+
+    def _stop_start(self, server: ServerProcess, how: str) -> str | None:
+        """Stop (or kill) the server, leave it down for the outage, start it again: a
+        problem when it comes back elsewhere (its clients know one address)."""
+        port = server.port
+        if how == CRASH:
+            server.kill()
+        else:
+            server.stop()
+        time.sleep(self.options.outage)
+        server.start()
+        if server.port != port:
+            return f"{server.name} came back on port {server.port}, not {port}"
+        return None
+
+    async def _consistent(self, outcome: Outcome, seen_problems: int) -> None:
+        """The stores against the stream up to now, and the chips."""
+        c = self.consistency
+        try:
+            await asyncio.to_thread(c.read_stores)
+        except psycopg.Error as e:
+            outcome.problems.append(f"the stores could not be read: {e}")
+            return
+        lacking = await c.stream_has(self.js, c.stored_versions(), self.options.stream_wait)
+        for table_id, (first, last) in lacking.items():
+            outcome.problems.append(f"lost: {table_id} versions {first}..{last} stored, not on the public "
+                                    f"stream after {self.options.stream_wait:g} s")
+        outcome.problems += c.problems[seen_problems:]
+        chips = [bad for bad in c.chip_problems() if bad not in c.problems]
+        c.problems += chips
+        outcome.problems += chips
+
+    async def _final(self, room: Room) -> Outcome:
+        """The bots stop; every stored event is on the stream exactly once."""
+        outcome = Outcome(Fault("after all faults: stores == stream, chips", BASELINE))
+        seen_problems = len(self.consistency.problems)
+        for bot in room.bots:
+            bot.pause()
+        stable, last = time.monotonic(), -1
+        while time.monotonic() - stable < 1.5:          # the tables wait on paused bots
+            await asyncio.sleep(0.25)
+            await asyncio.to_thread(self.consistency.read_stores)
+            total = sum(self.consistency.stored_versions().values())
+            if total != last:
+                stable, last = time.monotonic(), total
+        await self._consistent(outcome, seen_problems)
+        c = self.consistency
+        extra = {t: (v, c.stored_versions()[t]) for t, v in c.published.items() if v > c.stored_versions()[t]}
+        outcome.problems += [f"{t}: the stream holds version {v}, the store {n}" for t, (v, n) in extra.items()]
+        return outcome
+
+    # ------------------------------------------------------------------ measures
+
+    def _marks(self) -> dict[str, int]:
+        """Each store's last notification id now."""
+        with psycopg.connect(self._require_postgres().url, autocommit=True, connect_timeout=3) as conn:
+            return {s: conn.execute(sql.SQL("SELECT coalesce(max(notification_id), 0) FROM {}.{}").format(
+                sql.Identifier(s), sql.Identifier(DEFAULT_TABLE))).fetchone()[0]  # type: ignore[index]
+                for s in self._schemas()}
+
+    def _booked(self) -> int:
+        """How far the ledger has booked (the sum of its positions in the stores)."""
+        with psycopg.connect(self._require_postgres().url, autocommit=True, connect_timeout=3) as conn:
+            row = conn.execute(sql.SQL("SELECT coalesce(sum(position), 0) FROM {}.positions").format(
+                sql.Identifier(LEDGER_SCHEMA))).fetchone()
+        return int(row[0]) if row else 0
+
+    def _require_postgres(self) -> EmbeddedPostgres:
+        assert self.postgres is not None
+        return self.postgres
+
+    def _new_hands(self, marks: dict[str, int]) -> set[str]:
+        """The tables that started a hand after ``marks`` and dealt its cards."""
+        query = ("SELECT DISTINCT s.originator_id FROM {t} s WHERE s.notification_id > %s AND s.topic = %s "
+                 "AND EXISTS (SELECT 1 FROM {t} d WHERE d.originator_id = s.originator_id "
+                 "AND d.originator_version > s.originator_version AND d.topic = %s)")
+        found: set[str] = set()
+        with psycopg.connect(self._require_postgres().url, autocommit=True, connect_timeout=3) as conn:
+            for schema, mark in marks.items():
+                statement = sql.SQL(query).format(t=sql.Identifier(schema, DEFAULT_TABLE))
+                rows = conn.execute(statement, (mark, get_topic(HandStarted), get_topic(CardsDealt))).fetchall()
+                found |= {r[0] for r in rows}
+        return found
+
+    async def _dealing(self, since: float, marks: dict[str, int], limit: float) -> dict[str, float]:
+        """When each table dealt a new hand (polled every 0.1 s, until ``limit``)."""
+        dealt: dict[str, float] = {}
+        while len(dealt) < len(self.tables) and time.monotonic() - since < limit:
+            with contextlib.suppress(psycopg.Error):
+                now = time.monotonic()
+                for table_id in await asyncio.to_thread(self._new_hands, marks):
+                    dealt.setdefault(table_id, now)
+            await asyncio.sleep(0.1)
+        return dealt
+
+    async def _back(self, fault: Fault, services: Services, killed: int | None, ledger_mark: int,
+                    deadline: float) -> dict[str, float | None]:
+        """When each thing the fault took away was back: the killed child running again
+        (the room restarts it) and answering; after a server fault, every service with
+        a probe answering."""
+        if fault.kind == BASELINE:
+            return {}
+        checks: dict[str, Any] = {}
+        if fault.kind == KILL:
+            checks[f"{fault.target} (started again)"] = self._restarted(services, fault.target, killed)
+            if fault.service in ANSWERING:
+                checks[f"{fault.service} (answering)"] = self._answering(fault.service, ledger_mark)
+        else:
+            checks["every service (running)"] = self._all_running(services)
+            checks |= {f"{s} (answering)": self._answering(s, ledger_mark) for s in ANSWERING}
+        names = list(checks)
+        results = await asyncio.gather(*(self._until(check, deadline) for check in checks.values()))
+        return dict(zip(names, results))
+
+    async def _until(self, check: Callable[[], Any], deadline: float) -> float | None:
+        """When ``check()`` (a coroutine function) first said yes; None: not by ``deadline``."""
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                if await check():
+                    return time.monotonic()
+            await asyncio.sleep(0.1)
+        return None
+
+    def _restarted(self, services: Services, name: str, killed: int | None) -> Callable[[], Any]:
+        async def check() -> bool:
+            pid = _pid_of(services, name)
+            return pid is not None and pid != killed
+        return check
+
+    def _all_running(self, services: Services) -> Callable[[], Any]:
+        async def check() -> bool:
+            return not services.dead()
+        return check
+
+    def _answering(self, service: str, ledger_mark: int) -> Callable[[], Any]:
+        nc = self.probe
+
+        async def cashier() -> bool:
+            client = CashierClient(nc, "operator", PROBE, retry_for=0.0)
+            return (await client.request(Balance(player=self.player), timeout=1.0)).ok
+
+        async def lobby() -> bool:
+            msg = await nc.request(subjects.lobby_query(), encode_query(LobbyQuery()), timeout=1.0)
+            return decode_answer(msg.data).ok
+
+        async def history() -> bool:
+            msg = await nc.request(subjects.history_requests("operator", PROBE),
+                                   encode_history(Hands(player=self.player, limit=1)), timeout=1.0)
+            return decode_history(msg.data).ok
+
+        async def ledger() -> bool:
+            return await asyncio.to_thread(self._booked) > ledger_mark
+
+        return {"cashier": cashier, "lobby": lobby, "history": history, "ledger": ledger}[service]
+
+
+def _line(outcome: Outcome) -> str:
+    took = "-" if outcome.recovery is None else f"{outcome.recovery:.1f} s"
+    return f"recovery {took}: " + ("ok" if outcome.ok else "FAILED: " + "; ".join(outcome.problems))
+
+
+def report_table(report: DrillReport) -> str:
+    """The recovery time of each fault, beside the baseline (for the README)."""
+    width = max(len(o.fault.name) for o in report.outcomes)
+    lines = [f"{'fault':<{width}}  {'recovery s':>10}  {'new hands s':>11}  result",
+             "-" * (width + 36)]
+    for o in report.outcomes:
+        recovery = "-" if o.recovery is None else f"{o.recovery:.2f}"
+        dealing = "-" if o.dealing is None else f"{o.dealing:.2f}"
+        lines.append(f"{o.fault.name:<{width}}  {recovery:>10}  {dealing:>11}  "
+                     + ("ok" if o.ok else "FAILED"))
+        lines += [f"    problem: {p}" for p in o.problems[:8]]
+        lines += [f"    note: {n}" for n in o.notes]
+    lines.append("")
+    lines.append(f"events stored {report.events}, on the public stream {report.published}, "
+                 f"lost {max(report.events - report.published, 0)}, duplicated {report.duplicates}; "
+                 f"{report.hands} hands")
+    return "\n".join(lines)
