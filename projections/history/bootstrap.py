@@ -29,8 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from studroom.services.runtime import process
+    from studroom.services.runtime import observe, process
     from studroom.services.runtime.credentials import credentials
+    from studroom.services.runtime.preflight import preflight
+    from studroom.services.runtime.lag import positions_poll
+    from studroom.services.runtime.metrics import counter
     from studroom.services.runtime.servers import servers
 
     from .desk import HistoryDesk
@@ -41,9 +44,13 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         nats_url, database_url = stack.enter_context(servers(settings))
         nc = await process.connect(nats_url, "studroom-history", creds=credentials(settings, "service", "history"))
         projector = Projector(database_url, history_schema=args.schema, store_prefix=args.store_prefix)
+        observer = observe.start(args, settings, "history", stop)
+        observer.add(lambda: [counter("history_projected", "events projected by this instance", projector.projected)])
+        observer.poll(positions_poll("history", database_url, args.schema))
         service = HistoryService(nc, projector,
                                  HistoryDesk(database_url, args.schema))
         try:
+            await preflight(nc, jetstream=False)
             await service.start()
             print("history ready", flush=True)
             await service.run(stop)

@@ -50,6 +50,7 @@ class CashierService:
         self.loop: PullLoop | None = None
         self._sub: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.answered = 0               # requests answered (the metrics')
 
     async def start(self) -> None:
         """Answer requests from now on."""
@@ -103,6 +104,7 @@ class CashierService:
         except Exception:
             log.exception("request on %s failed", msg.subject)
             return                     # no reply: the client retries (nothing was half-done)
+        self.answered += 1
         if msg.reply:
             with contextlib.suppress(Exception):
                 await msg.respond(encode(reply))

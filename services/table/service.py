@@ -22,12 +22,14 @@ import msgspec
 
 from studroom.domain.authority import Sender
 
+from ..runtime.logs import fields
 from ..store.layout import store_index
 from ..store.port import EventStore
 from ..wire import subjects
 from ..wire.partitioning import partition_of, partition_of_subject
 from ..wire.protocol import BAD_REQUEST, UNAVAILABLE, Reply
 from .command_handling import BadRequest, CommandHandler, decode_request, error_reply
+from .metrics import CommandMeter
 from .partitions import DEFAULT_LEASE_TTL, LEASE_BUCKET, LeaseManager, spread
 from .worker import DEFAULT_MAX_BATCH, StoreWorker
 
@@ -94,6 +96,7 @@ class TableService:
             )
         self._stop = asyncio.Event()
         self._lease_task: asyncio.Task[None] | None = None
+        self.meter = CommandMeter()             # latency and error codes (metrics.py)
 
     def worker(self, partition: int) -> StoreWorker:
         return self.workers[store_index(partition, len(self.workers))]
@@ -133,7 +136,8 @@ class TableService:
             await self._release(partition, False)
         for worker in self.workers:
             await worker.close()
-        log.info("table service %s stopped: %s", self.instance_id, self.stats()["stores"])
+        for j, store in enumerate(self.stats()["stores"]):
+            log.info("table service stopped", extra=fields(instance=self.instance_id, store=j, **store))
 
     def stats(self) -> dict[str, Any]:
         out: dict[str, Any] = {"instance": self.instance_id, "partitions": self.owned(), "stores": []}
@@ -179,10 +183,12 @@ class TableService:
     # -- messages
 
     async def _publish(self, subject: str, data: bytes) -> None:
+        self.meter.replied(subject, data)
         await self.nc.publish(subject, data)
 
     async def _on_message(self, msg: Any) -> None:
         reply_to = msg.reply or None
+        self.meter.received(reply_to)
         try:
             partition = partition_of_subject(msg.subject)
             table_id, role, name = subjects.sender_of(msg.subject)
@@ -209,7 +215,7 @@ class TableService:
     async def _answer(self, reply_to: str | None, reply: Reply) -> None:
         if reply_to:
             with contextlib.suppress(Exception):
-                await self.nc.publish(reply_to, _encode(reply))
+                await self._publish(reply_to, _encode(reply))
 
 
 def _nudge_subject(store: EventStore) -> str | None:

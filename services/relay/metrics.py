@@ -1,0 +1,42 @@
+"""The relay's metrics: what each store's relay published, and its backlog (events
+stored but not yet published: the store's last notification id past the last one acked)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from ..runtime.metrics import Collect, Metric, Poll, by_label
+
+if TYPE_CHECKING:
+    from .relay import Relay
+
+_HELP = {
+    "events": "notifications relayed (their messages acked)",
+    "messages": "messages published and acked",
+    "duplicates": "publications the stream had already (its dedupe window)",
+    "skipped": "messages a recovery found already stored",
+    "dead_letters": "messages set aside",
+    "recoveries": "recoveries after a restart or an outage",
+    "batches": "batches relayed",
+    "records": "position records written",
+}
+
+
+def relay_metrics(relay: Relay) -> Collect:
+    def collect() -> list[Metric]:
+        per_store = {s.name: asdict(s.stats) for s in relay.stores}
+        return [by_label("counter", f"relay_{key}", help_, "store",
+                         {name: stats[key] for name, stats in per_store.items()})
+                for key, help_ in _HELP.items()]
+
+    return collect
+
+
+def relay_backlog(relay: Relay) -> Poll:
+    async def read() -> dict[str, float]:
+        tops = await asyncio.gather(*(asyncio.to_thread(s.store.max_notification_id) for s in relay.stores))
+        return {s.name: max(0, top - s.acked) for s, top in zip(relay.stores, tops, strict=True)}
+
+    return Poll("relay_backlog_events", "events stored but not yet published, by store", "store", read)

@@ -1,0 +1,63 @@
+"""The metrics' text exposition (Prometheus format 0.0.4) and the readings of $SRV.STATS."""
+
+from __future__ import annotations
+
+import asyncio
+
+from studroom.services.runtime.metrics import (
+    Histogram,
+    Poll,
+    Registry,
+    by_label,
+    counter,
+    gauge,
+)
+
+
+def test_the_exposition_has_help_type_labels_and_one_family_per_name() -> None:
+    registry = Registry(service="table", instance="t-1")
+    errors = {"not_your_turn": 3, 'odd"code': 1}
+    registry.add(lambda: [counter("commands", "commands answered", 12),
+                          by_label("counter", "command_errors", "refusals by code", "code", errors)])
+    registry.add(lambda: [gauge("table_partitions", "partitions served", 8)])
+    text = registry.exposition()
+    assert text.endswith("\n")
+    assert "# HELP studroom_commands commands answered\n# TYPE studroom_commands counter\n" in text
+    assert 'studroom_commands_total{service="table",instance="t-1"} 12\n' in text
+    assert 'studroom_command_errors_total{service="table",instance="t-1",code="not_your_turn"} 3\n' in text
+    assert 'code="odd\\"code"} 1' in text
+    assert text.count("# TYPE studroom_command_errors counter") == 1
+    assert 'studroom_table_partitions{service="table",instance="t-1"} 8\n' in text
+
+
+def test_a_histogram_has_cumulative_buckets_sum_and_count() -> None:
+    latency = Histogram((0.01, 0.1))
+    for seconds in (0.005, 0.05, 0.05, 3.0):
+        latency.observe(seconds)
+    registry = Registry()
+    registry.add(lambda: [latency.metric("command_seconds", "latency")])
+    lines = registry.exposition().splitlines()
+    assert 'studroom_command_seconds_bucket{le="0.01"} 1' in lines
+    assert 'studroom_command_seconds_bucket{le="0.1"} 3' in lines
+    assert 'studroom_command_seconds_bucket{le="+Inf"} 4' in lines
+    assert "studroom_command_seconds_count 4" in lines
+    assert "studroom_command_seconds_sum 3.105" in lines
+    assert registry.readings() == {"command_seconds_sum": 3.105, "command_seconds_count": 4}
+
+
+def test_a_broken_collector_hides_no_other_and_a_failed_poll_keeps_its_last_readings() -> None:
+    readings = [{"ledger": 5.0}]
+
+    async def read() -> dict[str, float]:
+        if not readings:
+            raise ConnectionError("database away")
+        return readings.pop()
+
+    registry = Registry()
+    registry.add(lambda: [1 / 0])                     # type: ignore[list-item]
+    registry.add(lambda: [counter("ledger_booked", "booked", 9)])
+    poll = Poll("projection_lag_events", "lag", "projection", read)
+    registry.poll(poll)
+    asyncio.run(poll.refresh())
+    asyncio.run(poll.refresh())
+    assert registry.readings() == {"ledger_booked_total": 9, 'projection_lag_events{projection="ledger"}': 5.0}
