@@ -62,6 +62,7 @@ class TableService:
         static_partitions: Iterable[int] | None = None,
         queue: str = QUEUE_GROUP,
         max_batch: int = DEFAULT_MAX_BATCH,
+        replicas: int = 1,
     ) -> None:
         if not stores:
             raise ValueError("the table service needs at least one event store")
@@ -93,6 +94,7 @@ class TableService:
                 ttl=lease_ttl,
                 on_acquire=self._acquire,
                 on_release=self._release,
+                replicas=replicas,
             )
         self._stop = asyncio.Event()
         self._lease_task: asyncio.Task[None] | None = None
