@@ -9,6 +9,8 @@ a process started with another refuses to run.
 
 from __future__ import annotations
 
+import contextlib
+
 from ..wire import subjects
 from ..wire.declared import Refused
 from ..wire.partitioning import partition_of
@@ -51,8 +53,11 @@ def check_recorded_layout(database_url: str, stores: int, prefix: str = STORE_SC
     if stores < 1:
         raise LayoutMismatch(f"--stores must be 1 or more, not {stores}")
     with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS public.{LAYOUT_TABLE} (prefix text PRIMARY KEY, "
-                     "stores integer NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now())")
+        # Two processes starting together: IF NOT EXISTS does not keep the second from
+        # failing on the catalog's unique index; the table is there then all the same.
+        with contextlib.suppress(psycopg.errors.UniqueViolation):
+            conn.execute(f"CREATE TABLE IF NOT EXISTS public.{LAYOUT_TABLE} (prefix text PRIMARY KEY, "
+                         "stores integer NOT NULL, recorded_at timestamptz NOT NULL DEFAULT now())")
         row = conn.execute(f"SELECT stores, recorded_at FROM public.{LAYOUT_TABLE} WHERE prefix = %s",
                            (prefix,)).fetchone()
         if row is None:

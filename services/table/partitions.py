@@ -102,7 +102,11 @@ class LeaseManager:
 
     async def start(self) -> None:
         await self._ensure_bucket()
-        await self.tick()
+        try:
+            await self.tick()
+        except Exception as error:   # noqa: BLE001 (a replicated bucket just created has no leader yet)
+            log.warning("first lease heartbeat failed: %r; the next ones try again", error)
+            self._bucket_ok = False
 
     async def _ensure_bucket(self) -> None:
         """Open the lease bucket, creating it if missing (also after a NATS restart

@@ -68,13 +68,14 @@ def route_env(name: str, cluster_ports: list[int], password: str = ROUTE_PASSWOR
 
 class Server:
     """A nats-server of the test's own from a deploy configuration (``None``: flags
-    only), its client and monitoring ports free ones given as flags; it logs into
+    only), its client and monitoring ports free ones on loopback given as flags (a
+    cluster then tells its clients of the others' loopback URLs); it logs into
     ``home``. :meth:`kill` and :meth:`restart` keep its ports and its store."""
 
     def __init__(self, config: Path | None, home: Path, env: dict[str, str] | None = None,
                  cluster_port: int | None = None, extra: list[str] | None = None) -> None:
         self.port, self.monitor = free_port(), free_port()
-        self.command = [str(nats_server_binary()), "-p", str(self.port), "-m", str(self.monitor)]
+        self.command = [str(nats_server_binary()), "-a", "127.0.0.1", "-p", str(self.port), "-m", str(self.monitor)]
         if config is not None:
             self.command += ["-c", str(config)]
         if cluster_port is not None:

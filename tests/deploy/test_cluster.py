@@ -1,0 +1,210 @@
+"""Three NATS servers, one room (issue 13): the plain-file deploy variant on loopback.
+
+Three nats-servers from deploy/nats/cluster.conf (operator mode, trusting a fresh
+Authority through the ``studroom auth server-config`` file; routes authenticated),
+PostgreSQL, two table-service instances, the relay and the cashier, every process
+and bot connecting with the three server URLs (``STUDROOM_NATS_URL`` comma
+separated) and the streams and buckets created with 3 replicas. While the bots play:
+
+1. SIGKILL of the node leading the public stream, then its restart (same store);
+2. SIGKILL of one table-service instance (the other takes its partitions over).
+
+Then: every stored event is in the public stream exactly once (count and (table,
+version) pairs), every table dealt hands after both faults, and
+``studroom ledger reconcile`` finds no difference. The recovery times are printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from nats.js.api import AckPolicy, ConsumerConfig
+from nats_nodes import cluster, etc_nats, running, studroom_cli
+from psycopg import sql
+from studroom.domain.events import HandStarted
+from studroom.services.auth.authority import Authority
+from studroom.services.room.bots import Room
+from studroom.services.room.plans import plan_tables, table_ids
+from studroom.services.runtime import process
+from studroom.services.runtime.settings import DATABASE_URL_VAR
+from studroom.services.runtime.supervisor import Services, child_env
+from studroom.services.store.inspect import load_tables
+from studroom.services.store.layout import store_schemas
+from studroom.services.wire import subjects
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+TABLES = 4
+BOTS_PER_TABLE = 3
+WARM_UP_HANDS = 15
+HANDS_AFTER_FAULTS = 2       # each table starts this many hands after the last fault
+VERSION_HEADER = "Studroom-Version"
+
+
+class Tables:
+    """Each table's last stored version and hands dealt, read from the stores."""
+
+    def __init__(self, database_url: str, schemas: list[str], tables: list[str]) -> None:
+        self.url, self.tables = database_url, tables
+        self.query = sql.SQL(" UNION ALL ").join(
+            sql.SQL("SELECT originator_id, max(originator_version), "
+                    "count(*) FILTER (WHERE topic LIKE {}) FROM {} GROUP BY originator_id")
+            .format(sql.Literal(f"%{HandStarted.__name__}"), sql.Identifier(schema, "events"))
+            for schema in schemas)
+
+    async def now(self) -> dict[str, tuple[int, int]]:
+        """table -> (last version, hands started)."""
+        def read() -> dict[str, tuple[int, int]]:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                found = {row[0]: (row[1], row[2]) for row in conn.execute(self.query).fetchall()}
+            return {table: found.get(table, (0, 0)) for table in self.tables}
+        return await asyncio.to_thread(read)
+
+    async def all_past(self, before: dict[str, tuple[int, int]], *, versions: int = 1, hands: int = 0) -> float:
+        """Seconds until every table stored ``versions`` events and started ``hands``
+        hands beyond ``before``."""
+        async def moved() -> bool:
+            now = await self.now()
+            return all(now[t][0] >= before[t][0] + versions and now[t][1] >= before[t][1] + hands
+                       for t in self.tables)
+        return await until(moved, f"a table stalled after {before}")
+
+
+async def until(condition: Callable[[], bool | Awaitable[bool]], what: str, timeout: float = 30) -> float:
+    """Seconds until ``condition()`` holds (checked every 0.1 s; it may be a coroutine)."""
+    started = time.monotonic()
+    while not await _value(condition()):
+        assert time.monotonic() - started < timeout, what
+        await asyncio.sleep(0.1)
+    return time.monotonic() - started
+
+
+async def _value(result: bool | Awaitable[bool]) -> bool:
+    return await result if inspect.isawaitable(result) else result
+
+
+async def public_stream(nc: Any, tables: set[str]) -> tuple[int, list[tuple[str, int]]]:
+    """The public stream's message count and the (table, version) of each of its messages."""
+    js = nc.jetstream()
+    info = await js.stream_info(subjects.PUBLIC_STREAM)
+    sub = await js.pull_subscribe(subjects.all_public_events(), stream=subjects.PUBLIC_STREAM,
+                                  config=ConsumerConfig(ack_policy=AckPolicy.NONE))
+    seen: list[tuple[str, int]] = []
+    try:
+        while len(seen) < info.state.messages:
+            for msg in await sub.fetch(500, timeout=5):
+                seen.append((msg.subject.rsplit(".", 1)[1], int(msg.headers[VERSION_HEADER])))
+    finally:
+        await sub.unsubscribe()
+    assert {table for table, _ in seen} <= tables
+    return info.state.messages, seen
+
+
+def test_three_nats_servers_one_room_survive_a_killed_node_and_a_killed_table_service(
+        tmp_path: Path, database_url: str) -> None:
+    started = time.monotonic()
+    run = uuid.uuid4().hex[:6]
+    prefix = f"cl{run}_p"
+    schemas = store_schemas(2, prefix)
+    ids = table_ids(TABLES, prefix=f"cl{run}t")
+    etc = etc_nats(tmp_path / "etc")
+    authority = Authority(etc / "auth")
+    nodes = cluster(etc)
+    urls = ",".join(node.url for node in nodes)
+    services = Services(child_env(urls, database_url, tmp_path / "data"), tmp_path / "logs", instances=2,
+                        stores=2, name=f"cl{run}", schema_prefix=prefix, authority=authority, replicas=3,
+                        lobby=False, history=False, ledger=False)
+    tables = Tables(database_url, schemas, ids)
+    figures: dict[str, float] = {}
+
+    async def play() -> tuple[int, list[tuple[str, int]]]:
+        room = Room(urls, plan_tables(ids, BOTS_PER_TABLE, {}), authority=authority, pace_ms=0, seed=13)
+        auditor = await process.connect(urls, "studroom-test-auditor",
+                                        creds=authority.ensure("service", "projections"))
+        js = auditor.jetstream()
+        try:
+            await room.start()
+            figures["up: bots seated"] = time.monotonic() - started
+            await until(lambda: room.stats.hands >= WARM_UP_HANDS, "the room did not play")
+
+            async def recovery(fault: str) -> None:
+                """After a fault: seconds until every table stored an event, and started a hand."""
+                since = time.monotonic()
+                before = await tables.now()
+                await tables.all_past(before)
+                figures[f"{fault} -> every table stored again"] = time.monotonic() - since
+                await tables.all_past(before, hands=1)
+                figures[f"{fault} -> every table started a new hand"] = time.monotonic() - since
+
+            # 1. SIGKILL the node that leads the public stream; restart it on its store.
+            leader = (await js.stream_info(subjects.PUBLIC_STREAM)).cluster.leader
+            victim = next(node for node in nodes if (node.get("varz") or {}).get("server_name") == leader)
+            victim.kill()
+            killed = time.monotonic()
+            await recovery(f"NATS node {leader} (stream leader) killed")
+            await asyncio.sleep(max(0.0, 2.0 - (time.monotonic() - killed)))
+            victim.restart()
+            figures[f"{leader} restarted -> healthy (current with the cluster)"] = await until(
+                lambda: asyncio.to_thread(victim.healthy), "the restarted node did not catch up")
+
+            # 2. SIGKILL one table-service instance: the other takes its partitions over.
+            name, proc, _ = services.procs[0]
+            assert name.endswith("table-1"), name
+            proc.kill()
+            await recovery("table service instance killed")
+
+            # Hands go on at every table.
+            figures["then every table dealt more hands"] = await tables.all_past(
+                await tables.now(), hands=HANDS_AFTER_FAULTS)
+            assert services.dead() == [f"{name} (exit -9)"], services.dead()
+
+            # Stop the bots; the relay publishes what is stored.
+            for bot in room.bots:
+                bot.pause()
+            await room.stop()
+            stored = sum(version for version, _ in (await tables.now()).values())
+
+            async def relayed() -> bool:
+                return (await js.stream_info(subjects.PUBLIC_STREAM)).state.messages >= stored
+            await until(relayed, "the relay did not publish every stored event")
+            await asyncio.sleep(0.5)                      # anything published twice would show now
+            return await public_stream(auditor, set(ids))
+        finally:
+            await room.stop()
+            await auditor.drain()
+
+    with running(*nodes):
+        services.start()
+        try:
+            published, seen = asyncio.run(play())
+        finally:
+            problems = services.stop()
+    # Every stored event published exactly once: as many messages as events, each (table, version) once.
+    stored = load_tables(database_url, schemas, ids)
+    expected = {(table, version) for table, events in stored.items() for version in range(1, len(events) + 1)}
+    twice = [pair for pair, n in Counter(seen).items() if n > 1]
+    assert not twice, f"published twice: {twice[:10]}"
+    assert set(seen) == expected, f"missing {sorted(expected - set(seen))[:10]}"
+    assert published == len(expected)
+    hands = {table: sum(isinstance(e, HandStarted) for e in events) for table, events in stored.items()}
+
+    print(f"\n{len(expected)} events stored and published once each; hands per table {hands}")
+    for what, seconds in figures.items():
+        print(f"  {what}: {seconds:.2f} s")
+    assert all(f"cl{run}-table-1 exited with -9" in problem for problem in problems), problems
+
+    # The books reconcile with the stores.
+    reconciled = studroom_cli("ledger", "reconcile", *[f"--schema={s}" for s in schemas],
+                              f"--cashier-schema={prefix}cashier", f"--ledger-schema={prefix}ledger",
+                              env={DATABASE_URL_VAR: database_url})
+    print(f"  studroom ledger reconcile: exit 0, {reconciled.strip().splitlines()[-1]}")
+    print(f"  the whole test: {time.monotonic() - started:.1f} s")
