@@ -95,7 +95,7 @@ def _own_powers(name: str) -> Powers:
     if name == "timer":
         return Powers(
             publish=["$JS.>", f"{subjects.PREFIX}.timer.>", subjects.commands_as("service", "timer"), _DEAD_LETTERS],
-            subscribe=[own_inbox, subjects.preflight_probe("service", name)],
+            subscribe=[own_inbox, subjects.preflight_probe("service", name), f"{subjects.PREFIX}.timer.turn.*"],
         )
     if name == "projections":
         return Powers(publish=["$JS.>", "$KV.>"], subscribe=[own_inbox])

@@ -1,6 +1,7 @@
 """Benchmark of the timer service: timeouts per second and how late they come, with N
 concurrent deadlines, beside bare JetStream and request/reply measured in the same run.
-The table is a FAKE that answers ``ok`` at once: the figures are the timer path itself.
+The table is a FAKE that answers ``ok`` at once (in a process of its own): the figures
+are the timer path itself.
 Each scenario runs twice: through the whole service (TurnStarted -> local wheel, the
 schedule as backstop) and with the JetStream schedules alone (the baseline: what the
 service did before its wheel).  The rows and columns: docs/design/benchmarks.md.
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import multiprocessing
 import shutil
 import tempfile
 import time
@@ -80,22 +82,47 @@ def render(rows: list[Row], header: str) -> str:
 
 
 class FakeTable:
-    """Answers every table command ``ok`` at once (counts them)."""
+    """Answers every table command ``ok`` at once, in a process of its own (as the
+    table service is): the timer's process does only the timer's work."""
 
-    def __init__(self) -> None:
-        self.requests = 0
-        self._subs: list[Any] = []
+    def __init__(self, nats_url: str) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._ready = context.Event()
+        self._stop = context.Event()
+        self._process = context.Process(target=_answer_commands, args=(nats_url, self._ready, self._stop),
+                                        name="studroom-bench-fake-table", daemon=True)
 
-    async def start(self, nc: Any) -> None:
+    def __enter__(self) -> FakeTable:
+        self._process.start()
+        if not self._ready.wait(30):
+            raise RuntimeError("the fake table did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+
+
+def _answer_commands(nats_url: str, ready: Any, stop: Any) -> None:
+    """The fake table's process: ``ok`` to every command of every partition."""
+
+    async def main() -> None:
+        nc = await nats.connect(nats_url, name="studroom-bench-fake-table")
         reply = protocol.ok(1)
 
         async def answer(msg: Any) -> None:
-            self.requests += 1
             await msg.respond(reply)
 
-        # Every partition (the server maps each sender's command subject there).
-        self._subs.append(await nc.subscribe(f"{subjects.PREFIX}.pcmd.>", cb=answer))
+        await nc.subscribe(f"{subjects.PREFIX}.pcmd.>", cb=answer)
         await nc.flush()
+        ready.set()
+        while not stop.is_set():
+            await asyncio.sleep(0.1)
+        await nc.drain()
+
+    asyncio.run(main())
 
 
 class Completions:
@@ -250,8 +277,6 @@ async def measure(nats_url: str, timers: int, lead: float) -> list[Row]:
     nc = await nats.connect(nats_url, name="studroom-bench-timer")
     try:
         js = nc.jetstream()
-        table = FakeTable()
-        await table.start(nc)
         # A stand-in for the relay's public stream (the bench's own server only).
         with contextlib.suppress(Exception):
             await js.add_stream(StreamConfig(name=subjects.PUBLIC_STREAM,
@@ -316,14 +341,16 @@ def run(args: argparse.Namespace) -> int:
             url, where = server.url, f"embedded nats-server {nats_server_version()} (file store, R1)"
         else:
             url, where = settings.nats_url, "NATS from STUDROOM_NATS_URL"
-        rows = asyncio.run(measure(url, timers, lead))
+        with FakeTable(url):
+            rows = asyncio.run(measure(url, timers, lead))
     finally:
         if server is not None:
             server.stop()
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
     header = (f"studroom bench timer: {timers} concurrent deadlines, {where}, one timer-service "
-              f"instance (one Python process).\nThe table is a FAKE responder that answers ok at "
-              f"once: these figures measure the timer path itself, not the table service.")
+              f"instance (one Python process).\nThe table is a FAKE responder (a process of its own) "
+              f"that answers ok at once: these figures measure the timer path itself, not the table "
+              f"service.")
     print(render(rows, header))
     return 0

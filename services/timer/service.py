@@ -16,6 +16,7 @@ guarantees and the lateness: docs/design/timer.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -56,6 +57,9 @@ STALE_CODES: Final = frozenset({STALE_TIMEOUT, NO_HAND})
 WRONG_LAST_SEQUENCE: Final = 10071           # JetStream API error code
 PUBLISH_ATTEMPTS: Final = 10                 # compare-and-set rounds before a redelivery
 LOCAL_ANSWERS: Final = 100_000               # the wheel's answers kept for the backstop (LRU)
+# Core NATS, to every instance: "table T's turn N is set here" (the others drop their
+# older timer of T from their wheels: that turn is over).
+TURN_NOTICES: Final = f"{subjects.PREFIX}.timer.turn"
 # What the counters call the messages it cannot use (they are acked and dropped).
 BAD_EVENT: Final = "bad_event"               # a public message that is no event
 BAD_TURN: Final = "bad_turn"                 # a TurnStarted without turn or deadline
@@ -73,6 +77,17 @@ class _Head(msgspec.Struct, frozen=True):
 
 
 _head_decoder = msgspec.json.Decoder(_Head)
+_encode = msgspec.json.Encoder().encode
+
+
+class _Notice(msgspec.Struct, frozen=True):
+    """A turn set in one instance's wheel, for the others."""
+
+    instance: str
+    turn: int
+
+
+_notice_decoder = msgspec.json.Decoder(_Notice)
 
 
 @dataclass
@@ -83,8 +98,8 @@ class TimerStats:
     scheduled: int = 0           # schedules published (and set in the local wheel)
     superseded: int = 0          # a turn older than the pending schedule: skipped
     fired: int = 0               # fired schedules (the backstop) received
-    local_fired: int = 0         # local wheel timers that came due
-    local_dropped: int = 0       # ... whose table had a newer turn pending by then: not sent
+    local_fired: int = 0         # local wheel timers sent at their deadline
+    local_dropped: int = 0       # ... dropped before: another instance set a newer turn
     local_failed: int = 0        # ... without a final answer: left to the backstop
     backstop_skipped: int = 0    # fired schedules this instance's wheel had answered already
     timed_out: int = 0           # Timeout accepted by the table
@@ -181,6 +196,7 @@ class TimerService:
                 self.nc, subjects.PUBLIC_STREAM, TURNS_CONSUMER, self._on_public,
                 max_inflight=self.max_inflight,
                 recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, turns_consumer_config())))
+        notices = await self.nc.subscribe(f"{TURN_NOTICES}.*", cb=self._on_notice) if turns else None
         wheel = asyncio.create_task(self.run_wheel(stop))
         try:
             await asyncio.gather(*(loop.run(stop) for loop in self.loops))
@@ -188,6 +204,9 @@ class TimerService:
             for loop in self.loops:
                 await loop.drain()
             await wheel
+            if notices is not None:
+                with contextlib.suppress(nats.errors.Error):
+                    await notices.unsubscribe()
 
     def reconnected(self) -> None:
         """After a reconnect: the open pull requests are lost, ask again."""
@@ -226,15 +245,11 @@ class TimerService:
                 await asyncio.gather(*self._firing, return_exceptions=True)
 
     async def _fire_local(self, timer: TimerPayload) -> None:
-        """Time the turn out now, unless the table's pending schedule is a newer turn's
-        (another instance has it: the turn is over).  A failure leaves it to the schedule."""
+        """Time the turn out now; a failure leaves it to the schedule (the backstop)."""
         self.stats.local_fired += 1
         fired = self.clock() * 1000
-        if await self._newer_turn_pending(timer):
-            self.stats.local_dropped += 1
-            return
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._answers[timer.table_id] = (timer.turn, answer)
+        self._answers[timer.table_id] = (timer.turn, answer)     # the backstop waits for it
         self._answers.move_to_end(timer.table_id)
         while len(self._answers) > LOCAL_ANSWERS:
             self._answers.popitem(last=False)
@@ -249,15 +264,21 @@ class TimerService:
         finally:
             answer.set_result(code)
 
-    async def _newer_turn_pending(self, timer: TimerPayload) -> bool:
+    async def _tell_others(self, table_id: str, turn: int) -> None:
+        """Tell the other instances the table's turn ``turn`` is set here."""
         try:
-            pending = await self.js.get_last_msg(subjects.TIMER_STREAM, subjects.timer_schedule(timer.table_id),
-                                                 direct=True)
-            return decode_payload(pending.data).turn > timer.turn
-        except (msgspec.DecodeError, msgspec.ValidationError, nats.js.errors.NotFoundError):
-            return False
-        except (TimeoutError, nats.errors.Error, nats.js.errors.Error):
-            return False                       # cannot tell: let the table decide (R20)
+            await self.nc.publish(f"{TURN_NOTICES}.{table_id}", _encode(_Notice(self.instance_id, turn)))
+        except nats.errors.Error:
+            log.debug("turn notice of %s not sent (the other wheels' timer of it may fire: stale)", table_id)
+
+    async def _on_notice(self, msg: Any) -> None:
+        """Another instance set a table's newer turn: our older timer of it is over."""
+        try:
+            notice = _notice_decoder.decode(msg.data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return
+        if notice.instance != self.instance_id and self.wheel.drop_older(msg.subject.rsplit(".", 1)[1], notice.turn):
+            self.stats.local_dropped += 1
 
     # -- public events
 
@@ -326,6 +347,7 @@ class TimerService:
                 raise
             self.stats.scheduled += 1
             self.arm(timer)                           # durable first, then precise
+            await self._tell_others(table_id, head.turn)
             return
         raise nats.errors.TimeoutError  # pragma: no cover (ten lost races: retry later)
 

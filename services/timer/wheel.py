@@ -35,6 +35,14 @@ class Wheel:
         heapq.heappush(self._heap, (timer.deadline_ms, next(self._order), timer))
         return True
 
+    def drop_older(self, table_id: str, turn: int) -> bool:
+        """Drop the table's timer if it is of a turn before ``turn``; was one dropped?"""
+        pending = self._pending.get(table_id)
+        if pending is None or pending.turn >= turn:
+            return False
+        del self._pending[table_id]
+        return True
+
     def next_deadline(self) -> int | None:
         """The soonest live deadline (ms since the epoch), None if nothing is pending."""
         self._drop_replaced()

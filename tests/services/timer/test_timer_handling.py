@@ -103,8 +103,12 @@ class FakeTable:
         return protocol.decode_reply(protocol.ok(9) if answer == "ok" else protocol.error(answer, "no"))
 
 
+async def _publish(subject: str, data: bytes) -> None:
+    """Core NATS publishes (the turn notices to the other instances) go nowhere."""
+
+
 def _service(table: FakeTable | None = None, js: FakeJetStream | None = None) -> TimerService:
-    nc = SimpleNamespace(jetstream=lambda: js or FakeJetStream())
+    nc = SimpleNamespace(jetstream=lambda: js or FakeJetStream(), publish=_publish)
     return TimerService(nc, instance_id="unit", client=table or FakeTable())
 
 

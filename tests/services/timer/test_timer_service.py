@@ -29,7 +29,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -44,7 +43,6 @@ from studroom.domain.commands import Timeout
 from studroom.domain.events import HandEnded, TimedOut, TurnStarted
 from studroom.services.players.client import TableClient
 from studroom.services.runtime.embedded_nats import EmbeddedNats
-from studroom.services.runtime.settings import DATA_DIR_VAR, DATABASE_URL_VAR, NATS_CREDS_VAR, NATS_URL_VAR
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.timer.schedule import TimerPayload, schedule_headers
 from studroom.services.timer.service import TimerStats
@@ -59,6 +57,7 @@ from timer_stack import (
     every_table_finished_with_one_timeout_per_turn,
     exactly_one_timeout_per_sleeper_turn,
     lateness_ms,
+    spawn_timer,
     watched,
 )
 
@@ -161,20 +160,6 @@ def test_two_instances_share_the_work_and_no_turn_times_out_twice(stack: Stack) 
     assert all(not s.errors for s in stats), [s.line() for s in stats]
 
 
-def _spawn_timer(stack: Stack, log_path: Path, name: str) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env[NATS_URL_VAR] = stack.url
-    env[NATS_CREDS_VAR] = str(stack.authority.ensure("service", "timer"))
-    env[DATABASE_URL_VAR] = stack.database_url
-    env[DATA_DIR_VAR] = str(stack.data_dir)
-    env["PYTHONUNBUFFERED"] = "1"
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "studroom.services.cli", "serve", "timer", "--instance-id", name,
-             "--stats-every", "1"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
 @pytest.mark.timeout(90)
 def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_twice(stack: Stack) -> None:
     run = uuid.uuid4().hex[:6]
@@ -185,7 +170,7 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
         watcher = await stack.connect_as("service", "projections")
         js = watcher.jetstream()
         drivers = Drivers(stack, players=2)
-        proc = _spawn_timer(stack, log_path, "it-kill-1")
+        proc = spawn_timer(stack, log_path, "it-kill-1")
         try:
             for table_id in ids:
                 await drivers.open(table_id, config(seconds=2))
@@ -200,7 +185,7 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
                 assert not any(isinstance(e, TimedOut) for _, e in drivers.seen[table_id]), (
                     f"{table_id} timed out while no timer service ran")
             restarted_ms = time.time() * 1000
-            proc = _spawn_timer(stack, log_path, "it-kill-2")
+            proc = spawn_timer(stack, log_path, "it-kill-2")
             await drivers.wait_ended(ids, timeout=45)
             for table_id in ids:
                 first = min(at for at, e in drivers.seen[table_id] if isinstance(e, TimedOut))

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -29,7 +32,13 @@ from studroom.services.auth.authority import Authority
 from studroom.services.players.client import TableClient
 from studroom.services.runtime import process
 from studroom.services.runtime.embedded_nats import EmbeddedNats
-from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.settings import (
+    DATA_DIR_VAR,
+    DATABASE_URL_VAR,
+    NATS_CREDS_VAR,
+    NATS_URL_VAR,
+    Settings,
+)
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.wire import subjects
@@ -47,8 +56,10 @@ T = TypeVar("T")
 class Stack:
     """One table service and one relay on a secure NATS, in a thread of their own."""
 
-    def __init__(self, server: EmbeddedNats, database_url: str, data_dir: Path, prefix: str) -> None:
+    def __init__(self, server: EmbeddedNats, database_url: str, data_dir: Path, prefix: str,
+                 pause_ms: int = 0) -> None:
         assert server.authority is not None
+        self.pause_ms = pause_ms
         self.nats_server = server
         self.authority: Authority = server.authority
         self.database_url = database_url
@@ -81,7 +92,7 @@ class Stack:
             self.stop_event = asyncio.Event()
             table = asyncio.create_task(serve_table(
                 self.settings_as("service", "table"), instance_id="timer-it", stores=1, schema_prefix=self.prefix,
-                stop=self.stop_event, on_ready=lambda _service: self.ready.set()))
+                stop=self.stop_event, pause_ms=self.pause_ms, on_ready=lambda _service: self.ready.set()))
             relay = asyncio.create_task(serve_relay(
                 self.settings_as("service", "relay"), store_schemas=[self.schema], stop=self.stop_event))
             done, _ = await asyncio.wait({table, relay}, return_when=asyncio.FIRST_EXCEPTION)
@@ -122,6 +133,21 @@ class Stack:
             return store.load(table_id)
         finally:
             store.close()
+
+
+def spawn_timer(stack: Stack, log_path: Path, name: str) -> subprocess.Popen[bytes]:
+    """``studroom serve timer`` as a process of its own (to be killed), logging to ``log_path``."""
+    env = dict(os.environ)
+    env[NATS_URL_VAR] = stack.url
+    env[NATS_CREDS_VAR] = str(stack.authority.ensure("service", "timer"))
+    env[DATABASE_URL_VAR] = stack.database_url
+    env[DATA_DIR_VAR] = str(stack.data_dir)
+    env["PYTHONUNBUFFERED"] = "1"
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "studroom.services.cli", "serve", "timer", "--instance-id", name,
+             "--stats-every", "1"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @contextlib.asynccontextmanager
