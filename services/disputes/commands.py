@@ -29,6 +29,7 @@ from studroom.domain.commands import (
     Muck,
     OpenTable,
     PostAnte,
+    ScheduleHand,
     Show,
     SitDown,
     SitOut,
@@ -48,6 +49,8 @@ from studroom.domain.events import (
     HandStarted,
     LastCardsExposed,
     LeaveRequested,
+    PauseEnded,
+    PauseStarted,
     PlayerLeft,
     PlayerSatDown,
     SitOutChanged,
@@ -87,6 +90,8 @@ def clock_at(stream: Sequence[Event], index: int, table: Table) -> int:
     for event in stream[index:]:
         if type(event) is TurnStarted:
             return turn_clock(event, table.config)  # type: ignore[arg-type]
+        if type(event) is PauseStarted:
+            return event.deadline_ms - event.pause_ms
     return 0
 
 
@@ -125,8 +130,10 @@ def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> l
         return _street(e, nxt, table)
     if isinstance(e, Acted):
         return [Act(seat=e.seat, action=e.action, size=_size(e, table))]
-    if isinstance(e, TimedOut):
+    if isinstance(e, (TimedOut, PauseEnded)):
         return [Timeout(turn=e.turn)]
+    if isinstance(e, PauseStarted):
+        return [ScheduleHand(pause_ms=e.pause_ms)]
     if isinstance(e, HandShown):
         return [Show(seat=e.seat)]
     if isinstance(e, HandMucked):
