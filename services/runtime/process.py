@@ -99,7 +99,7 @@ def run(bootstrap: Bootstrap, args: argparse.Namespace, *, grace: float = STOP_G
     if even that does not end the process within ``cancel_grace`` more seconds, it
     exits at once (code 1).  A second signal exits at once (128 + the signal)."""
     configure_logging(args.log_level, getattr(args, "log_format", None))
-    name = getattr(bootstrap, "__name__", "the service").removeprefix("studroom.").removesuffix(".bootstrap")
+    name = getattr(bootstrap, "__name__", "the service").removesuffix(".bootstrap").rsplit(".", 1)[-1]
     debug = getattr(args, "debug", False)
     try:
         settings = Settings.from_env()

@@ -10,8 +10,9 @@ import os
 import subprocess
 import sys
 
+import psycopg
 import pytest
-from studroom.services.cli import build_parser
+from studroom.services.cli import build_parser, main
 from studroom.services.runtime.settings import DATA_DIR_VAR, DATABASE_URL_VAR
 
 BAD = [
@@ -61,24 +62,28 @@ def test_the_defaults_and_good_values_pass(command: str, parser: argparse.Argume
     parser.parse_args(command.split())
 
 
-def _studroom(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, DATABASE_URL_VAR: database_url, DATA_DIR_VAR: "/nonexistent-studroom"}
-    return subprocess.run([sys.executable, "-W", "ignore", "-m", "studroom.services.cli", *args],
-                          capture_output=True, text=True, env=env, timeout=60, check=False)
+NOWHERE = "postgresql://nobody@127.0.0.1:9/nowhere"      # port 9 (discard): nothing listens
 
 
-def test_a_database_that_is_not_there_is_one_line_and_debug_shows_the_traceback() -> None:
-    url = "postgresql://nobody@127.0.0.1:9/nowhere"      # port 9 (discard): nothing listens
-    run = _studroom("ledger", "rake", database_url=url)
+def test_a_database_that_is_not_there_is_one_line_on_stderr() -> None:
+    env = {**os.environ, DATABASE_URL_VAR: NOWHERE, DATA_DIR_VAR: "/nonexistent-studroom"}
+    run = subprocess.run([sys.executable, "-W", "ignore", "-m", "studroom.services.cli", "ledger", "rake"],
+                         capture_output=True, text=True, env=env, timeout=60, check=False)
     assert run.returncode == 1
     assert len(run.stderr.splitlines()) == 1, run.stderr
-    assert run.stderr.startswith("studroom ledger rake: ") and "--debug" in run.stderr
-    debug = _studroom("ledger", "rake", "--debug", database_url=url)
-    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    assert run.stderr.startswith("studroom ledger rake: OperationalError: ") and "--debug" in run.stderr
 
 
-def test_a_database_url_that_is_not_one_is_one_line() -> None:
-    run = _studroom("ledger", "rake", database_url="mysql://nobody@127.0.0.1/nowhere")
-    assert run.returncode != 0
-    assert len(run.stderr.splitlines()) == 1, run.stderr
-    assert DATABASE_URL_VAR in run.stderr and "Traceback" not in run.stderr
+def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DATABASE_URL_VAR, NOWHERE)
+    with pytest.raises(psycopg.OperationalError):
+        main(["ledger", "rake", "--debug"])
+
+
+def test_a_database_url_that_is_not_one_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(DATABASE_URL_VAR, "mysql://nobody@127.0.0.1/nowhere")
+    assert main(["ledger", "rake"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert DATABASE_URL_VAR in err and "Traceback" not in err

@@ -84,4 +84,3 @@ def test_a_service_stops_on_sigterm_while_its_nats_is_down(settings: Settings, d
     log = relay.communicate()[1]
     assert code == 0, log
     assert "Traceback" not in log
-    print(log)
