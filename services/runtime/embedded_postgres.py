@@ -15,9 +15,16 @@ import pwd
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
-from .server_process import EmbeddedServerError, ServerProcess, log_tail
+from .server_process import (
+    EmbeddedServerError,
+    ServerProcess,
+    _cmdline,
+    _pid_alive,
+    log_tail,
+)
 from .system_user import chown_tree, ensure_system_user, grant_read_tree, grant_search
 
 log = logging.getLogger(__name__)
@@ -37,6 +44,27 @@ def postgres_bin_dir() -> Path:
         raise EmbeddedServerError(f"no postgres executable in {bin_dir}")
     return bin_dir
 
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """The processes whose working directory is ``folder`` (a cluster's processes
+    work in its data folder), on Linux; none found elsewhere."""
+    target = str(folder.resolve())
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if os.readlink(entry / "cwd") == target and int(entry.name) != os.getpid():
+                found.append(int(entry.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for a pid 1 that may never reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return _pid_alive(pid)
+    return state not in ("Z", "X")
 
 
 class EmbeddedPostgres(ServerProcess):
@@ -188,6 +216,36 @@ class EmbeddedPostgres(ServerProcess):
 
     def _pid_file(self) -> Path:
         return self.pgdata / "postmaster.pid"
+
+    def _stop_leftover(self) -> None:
+        super()._stop_leftover()      # a postgres of this data folder still running: stopped
+        self._clear_after_crash()
+
+    def _clear_after_crash(self) -> None:
+        """What a killed postmaster leaves (docs/design/embedded-servers.md): its
+        ``postmaster.pid`` naming a pid that another process may have now (PostgreSQL
+        would refuse to start: removed), and backends still running in the data
+        folder and holding the shared memory (PostgreSQL would refuse too: killed)."""
+        pid_file = self._pid_file()
+        try:
+            pid = int(pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return
+        if _pid_alive(pid):
+            cmdline = _cmdline(pid) or ""
+            if self._stale_marker() in cmdline:
+                return                # a live postmaster of ours (stopped above if a leftover)
+            log.warning("%s names pid %d, now another process (%s): removing it", pid_file, pid, cmdline[:80])
+            pid_file.unlink(missing_ok=True)
+        orphans = _processes_in(self.pgdata)
+        if orphans:
+            log.warning("killing %d backends a crashed postmaster left in %s", len(orphans), self.pgdata)
+        for orphan in orphans:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(orphan, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(_running(p) for p in orphans) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _stale_marker(self) -> str:
         return str(self.pgdata)

@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 from .codec import MsgspecMapper
-from .port import Batch, Notification, Snapshot, VersionConflict, check_batch, check_snapshots, conflicting
+from .port import (
+    Batch,
+    Notification,
+    Snapshot,
+    VersionConflict,
+    check_batch,
+    check_snapshots,
+    conflicting,
+)
 
 
 class InMemoryEventStore:

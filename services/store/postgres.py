@@ -21,7 +21,15 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from .codec import MsgspecMapper, NullTranscoder
-from .port import Batch, Notification, Snapshot, VersionConflict, check_batch, check_snapshots, conflicting
+from .port import (
+    Batch,
+    Notification,
+    Snapshot,
+    VersionConflict,
+    check_batch,
+    check_snapshots,
+    conflicting,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -29,6 +37,7 @@ if TYPE_CHECKING:
 DEFAULT_SCHEMA = "studroom"
 DEFAULT_TABLE = "events"
 _DDL_LOCK_KEY = 0x5354_5544_524F_4F4D  # "STUDROOM": serialises schema/table creation
+RECONNECT_TIMEOUT = 1.0   # seconds a pool's reconnection attempt backs off before it gives up
 
 
 def _connection_params(database_url: str) -> dict[str, Any]:
@@ -100,7 +109,10 @@ class PostgresEventStore:
 
     The schema, table and append function are created when missing
     (``create_table=True``). Thread-safe: a pool of ``pool_size`` + ``max_overflow``
-    connections; call it from a thread pool of about that size.
+    connections; call it from a thread pool of about that size.  A request waits
+    ``connect_timeout`` seconds for a connection; a lost one is replaced by attempts
+    of ``reconnect_timeout`` seconds each (how it comes back after an outage:
+    docs/design/event-store.md).
     """
 
     def __init__(
@@ -112,7 +124,8 @@ class PostgresEventStore:
         pool_size: int = 4,
         max_overflow: int = 4,
         lock_timeout: int = 0,
-        connect_timeout: float = 10.0,
+        connect_timeout: float = 2.0,
+        reconnect_timeout: float = RECONNECT_TIMEOUT,
         mapper: MsgspecMapper | None = None,
         create_table: bool = True,
     ) -> None:
@@ -140,6 +153,14 @@ class PostgresEventStore:
         # Other connection parameters of the URL (sslmode, application_name, ...).
         if params and isinstance(self.datastore.pool.kwargs, dict):
             self.datastore.pool.kwargs.update(params)
+        # psycopg_pool retries a lost connection with a doubling back-off (1, 2, 4 ...
+        # seconds, 5 minutes long): after an outage the next attempt could be half the
+        # outage away.  Short attempts instead, and short waits for a connection (a
+        # request that gives up retries, and its wait starts a new attempt); a
+        # connection attempt itself gives up after 2 s (libpq's connect_timeout).
+        self.datastore.pool.reconnect_timeout = reconnect_timeout
+        if isinstance(self.datastore.pool.kwargs, dict):
+            self.datastore.pool.kwargs.setdefault("connect_timeout", 2)
         self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name=table)
         if create_table:
             with _ddl_lock(database_url):

@@ -12,7 +12,6 @@ import logging
 from typing import NamedTuple
 
 import msgspec
-
 from studroom.domain import snapshot
 from studroom.domain.table import Table
 

@@ -10,7 +10,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from studroom.domain import snapshot
-from studroom.domain.commands import Act, BuyIn, Command, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout
+from studroom.domain.commands import (
+    Act,
+    BuyIn,
+    Command,
+    OpenTable,
+    PostAnte,
+    Show,
+    SitDown,
+    StartHand,
+    Timeout,
+)
 from studroom.domain.config import TableConfig
 from studroom.domain.deck import CommittedDeck, ListedDeck
 from studroom.domain.errors import MUST_SHOW, DomainError

@@ -13,7 +13,11 @@ from studroom.domain.commands import OpenTable
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.table import Table
 from studroom.services.store.layout import (
-    LAYOUT_TABLE, LayoutMismatch, check_recorded_layout, store_of_table, store_schema,
+    LAYOUT_TABLE,
+    LayoutMismatch,
+    check_recorded_layout,
+    store_of_table,
+    store_schema,
 )
 from studroom.services.store.postgres import PostgresEventStore
 
