@@ -4,20 +4,20 @@ service, PostgreSQL and NATS stopped and started, each followed by the time unti
 table dealt a new hand and the service answered again, beside the same measure with no
 fault (what each row means: docs/design/resilience.md).
 
-    studroom bench faults [--tables N] [--bots-per-table B] [--pace MS] [--outage S]
+    studroom bench faults [--tables N] [--bots-per-table B] [--pace MS] [--pause MS] [--outage S]
                           [--limit S] [--only SERVICE|postgres|nats ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from ..room.faults import Drill, DrillOptions, report_table
+from ..runtime import process
 
 HELP = ("recovery time after kill -9 of each service and a PostgreSQL / NATS restart, "
         "under bot load, beside a baseline with no fault")
@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bots at each table (default %(default)s)")
     parser.add_argument("--pace", type=int, default=defaults.pace_ms, metavar="MS",
                         help="bots think this long (default %(default)s)")
+    parser.add_argument("--pause", type=int, default=defaults.pause_ms, metavar="MS",
+                        help="pause between hands, ended by the timer service (default %(default)s)")
     parser.add_argument("--outage", type=float, default=defaults.outage, metavar="S",
                         help="seconds a server stays down (default %(default)s)")
     parser.add_argument("--limit", type=float, default=defaults.limit, metavar="S",
@@ -39,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.getLogger("nats").setLevel(logging.CRITICAL)    # the drill's own connections lose NATS on purpose
+    process.configure_logging("ERROR")      # the drill's connections lose NATS on purpose: no line each
     options = DrillOptions(tables=args.tables, bots_per_table=args.bots_per_table, pace_ms=args.pace,
-                           outage=args.outage, limit=args.limit)
+                           pause_ms=args.pause, outage=args.outage, limit=args.limit)
     folder = Path(tempfile.mkdtemp(prefix="studroom-bench-faults-"))
     try:
         report = Drill(folder, options, say=lambda text: print(text, flush=True)).run(args.only)

@@ -64,6 +64,7 @@ class DrillOptions:
     instances: int = 2           # table-service processes
     stores: int = 2
     pace_ms: int = 10            # the bots' thinking time
+    pause_ms: int = 200          # between hands: the timer service ends the pause
     outage: float = 2.0          # seconds a server stays down
     limit: float = 20.0          # seconds recovery may take before the fault counts as failed
     stream_wait: float = 10.0    # seconds the stream may lag the stores before an event counts as lost
@@ -156,10 +157,11 @@ class Drill:
             self.postgres, self.nats = postgres, nats
             services = Services(child_env(nats.url, postgres.url, self.data_dir), self.data_dir / "logs",
                                 instances=options.instances, stores=options.stores, timers=True,
-                                authority=nats.authority)
+                                authority=nats.authority, pause_ms=options.pause_ms)
             faults = [f for f in faults_of(services) if not only or f.service in only or f.target in only]
             self.say(f"fault drill: {options.tables} tables x {options.bots_per_table} bots, pace "
-                     f"{options.pace_ms} ms, {options.instances} table services, {options.stores} stores; "
+                     f"{options.pace_ms} ms, pause between hands {options.pause_ms} ms, {options.instances} "
+                     f"table services, {options.stores} stores; "
                      f"{len(faults)} faults")
             services.start()
             stopped = False

@@ -77,7 +77,8 @@ class Services:
     the public stream with a consumer of that name).  ``authority`` issues each
     service its credentials (the identity ``service.<table|relay|timer|cashier>``);
     None: ``env`` says how they connect.  ``replicas``: of the streams and buckets the
-    services create (a 3-node cluster: 3)."""
+    services create (a 3-node cluster: 3).  ``pause_ms``: the table services' pause
+    between hands (ended by the timer service)."""
 
     env: dict[str, str]
     log_dir: Path
@@ -94,6 +95,7 @@ class Services:
     lease_bucket: str | None = None
     authority: Authority | None = None
     replicas: int = 1
+    pause_ms: int = 0
     procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = field(default_factory=list,
                                                                        init=False)
     lives: dict[str, Life] = field(default_factory=dict, init=False)
@@ -102,6 +104,8 @@ class Services:
         """Each process's name and command line, in the order they start."""
         replicas = ["--replicas", str(self.replicas)] if self.replicas != 1 else []
         table_args = ["--stores", str(self.stores), *replicas]
+        if self.pause_ms:
+            table_args += ["--pause-ms", str(self.pause_ms)]
         relay_args = ["--stores", str(self.stores), "--log-level", "WARNING"]
         if self.schema_prefix:
             table_args += ["--schema-prefix", self.schema_prefix]
