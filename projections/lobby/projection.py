@@ -28,6 +28,8 @@ from studroom.domain.events import (
     HandStarted,
     LastCardsExposed,
     LeaveRequested,
+    PauseEnded,
+    PauseStarted,
     PlayerLeft,
     PlayerSatDown,
     PotAwarded,
@@ -360,6 +362,10 @@ def _hand_ended(entry: LobbyEntry, e: HandEnded, at_ms: int) -> None:
         count_hand(entry.activity, at_ms, hand.pot, hand.dealt, hand.saw_fourth)
 
 
+def _pause(entry: LobbyEntry, e: PauseStarted | PauseEnded, at_ms: int) -> None:
+    """The pause before the next hand: nothing the lobby shows."""
+
+
 _APPLY: Final[dict[type[Event], Callable[[LobbyEntry, Any, int], None]]] = {
     PlayerSatDown: _sat_down, ChipsBought: _bought, SitOutChanged: _sit_out_changed, PlayerLeft: _left,
     LeaveRequested: _leave_requested, HandStarted: _hand_started, AntePosted: _ante_posted,
@@ -367,5 +373,5 @@ _APPLY: Final[dict[type[Event], Callable[[LobbyEntry, Any, int], None]]] = {
     CardsDealt: _cards_dealt, LastCardsExposed: _last_cards_exposed, RoundStarted: _round_started,
     TurnStarted: _turn_started, Acted: _acted, TimedOut: _timed_out, Announced: _announced,
     RoundEnded: _round_ended, ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked,
-    PotAwarded: _pot_awarded, HandEnded: _hand_ended,
+    PotAwarded: _pot_awarded, HandEnded: _hand_ended, PauseStarted: _pause, PauseEnded: _pause,
 }

@@ -19,6 +19,7 @@ from studroom.domain.commands import (
     Command,
     Leave,
     PostAnte,
+    ScheduleHand,
     Show,
     SitDown,
     SitOut,
@@ -129,8 +130,10 @@ def check(feed: Feed) -> None:
 
 
 def play_hand(feed: Feed, timeouts: float) -> None:
-    """One hand, random legal answers (some turns time out)."""
+    """One hand after the pause before it, random legal answers (some turns time out)."""
     table, rng = feed.table, feed.rng
+    if feed.run(ScheduleHand(pause_ms=500)):       # the lobby shows nothing of a pause
+        assert feed.run(Timeout(turn=table.turn))
     if not feed.run(StartHand(seed=rng.randbytes(SEED_BYTES).hex())):
         return
     while table.hand is not None:
