@@ -154,8 +154,8 @@ def _add_room_command(commands: argparse._SubParsersAction) -> None:
     room.add_argument("--bots-per-table", type=int_range(2, MAX_BOTS_PER_TABLE), default=5,
                       help=f"bots at each table, 2 to {MAX_BOTS_PER_TABLE} (default 5)")
     room.add_argument("--for", dest="seconds", type=positive_float, default=None, metavar="SECONDS",
-                      help="stop after this long, opening the tables included, and print a summary "
-                           "(default: until Ctrl-C)")
+                      help="play this long, then print a summary; opening the tables may take this long "
+                           "at most too (default: until Ctrl-C)")
     room.add_argument("--instances", type=int_range(1, PARTITIONS), default=1,
                       help=f"table-service processes, 1 to {PARTITIONS} (default 1)")
     room.add_argument("--stores", type=int_range(1, PARTITIONS), default=1,

@@ -172,17 +172,18 @@ async def _play_until_signal(nats_url: str, authority: Authority, plans: Sequenc
 async def play(nats_url: str, authority: Authority, plans: Sequence[TablePlan], *,
                seconds: float | None, pace_ms: int, stop: asyncio.Event, progress: Progress,
                services: Services) -> RoomResult:
-    """Seat the bots and let them play until ``stop`` or ``seconds`` (opening the tables
-    included), showing progress; the services that die are started again meanwhile."""
+    """Seat the bots and let them play until ``stop`` or for ``seconds``, showing
+    progress; opening the tables may take ``seconds`` at most too.  The services that
+    die are started again meanwhile."""
     room = Room(nats_url, plans, authority=authority, pace_ms=pace_ms)
     stats = room.stats
-    end = None if seconds is None else time.monotonic() + seconds
     supervising = asyncio.create_task(_supervise(services))
     started = time.monotonic()
     not_played: str | None = "stopped"
     try:
-        not_played = await _start(room, stop, end, seconds)
+        not_played = await _start(room, stop, None if seconds is None else started + seconds, seconds)
         started = time.monotonic()
+        end = None if seconds is None else started + seconds
         base_actions = stats.actions
         rate = ActionRate(started, base_actions)
         while not_played is None and not stop.is_set():

@@ -1,4 +1,4 @@
-"""``--for`` bounds the whole run, opening the tables included: on a NATS where no
+"""``--for`` bounds opening the tables too: on a NATS where no
 table service answers the room gives up at the end of ``--for``, says no table was
 played, and does not wait for its 60 s table-opening timeout. Real NATS (operator mode)."""
 
