@@ -183,7 +183,7 @@ def test_R32_nobody_may_start_a_hand_with_a_seed_or_deck_of_his_choosing(
     async def scenario(r: Room) -> None:
         online = f"seed{_id()}"
         floor, ann, _ = await two_players(r, online)
-        assert r.table(online).hand is None and r.table(online).next_hand_due()
+        assert r.table(online).hand is None and r.table(online).pause_turn is not None   # in the pause
         before = r.stored(online)
         for who in (ann, floor):
             for command in (StartHand(seed="ab" * 32), StartHand(deck=["As", "Ks"] * 26), StartHand()):
