@@ -1,8 +1,9 @@
 """How fast can one event store commit?  ``PostgresEventStore.append`` one event per
 call, 32 streams per call, and from 4 threads, beside bare INSERT commits measured in
-the same run (docs/design/benchmarks.md).
+the same run; and how long a long table takes to load, by a full replay and from its
+snapshot (:mod:`.loading`; docs/design/benchmarks.md).
 
-    studroom bench store [--seconds 3]
+    studroom bench store [--seconds 3] [--load-events 100000]
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from ..runtime.arguments import positive_float
+from ..runtime.arguments import int_range, positive_float
 from ..store.postgres import PostgresEventStore
 from .baselines import bare_commits_per_second
 from .database import bench_database
+from .loading import load_times
 
 
 class BenchEvent(msgspec.Struct, frozen=True, tag="bench"):
@@ -102,6 +104,8 @@ HELP = "event-store appends per second, beside bare INSERT commits"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=positive_float, default=3.0, help="per measurement (default 3)")
+    parser.add_argument("--load-events", type=int_range(0), default=100_000,
+                        help="events of the table loaded with and without its snapshot (default 100000; 0: skip)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,4 +117,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"PostgreSQL {version} ({where}); fsync={fsync}, synchronous_commit={sync_commit}")
         for name, value in bench(database_url, args.seconds).items():
             print(f"{name:50s} {value:10,.0f}")
+        if args.load_events > 0:
+            for name, value in load_times(database_url, args.load_events).items():
+                print(f"{name:70s} {value:10,.1f}")
     return 0

@@ -1,6 +1,9 @@
-"""Commands per second of in-process table services over NATS, by number of stores.
+"""Commands per second of in-process table services over NATS, by number of stores;
+or (``--active``) of the table service's core alone by number of active tables, past
+its cache, with and without snapshots (:mod:`.loading`).
 
     studroom bench table [--tables 8] [--stores 1 2] [--seconds 5]
+    studroom bench table --active 1000 20000 [--seconds 10]
 
 ``bench`` starts table-service instances in this process (each with its own NATS
 connection), plays ``tables`` tables for ``seconds`` with random legal moves
@@ -191,9 +194,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stores", type=positive_int, nargs="+", default=[1, 2], help="store counts to compare (default 1 2)")
     parser.add_argument("--instances", type=positive_int, default=1, help="table services (default 1)")
     parser.add_argument("--seconds", type=positive_float, default=5.0, help="per configuration (default 5)")
+    parser.add_argument("--active", type=positive_int, nargs="+", metavar="TABLES",
+                        help="instead: commands/s of the table service's core (no NATS) with this many "
+                             "active tables each (the smallest is the cached baseline), snapshots on and off")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.active:
+        from .database import bench_database
+        from .loading import active_tables
+
+        with bench_database() as (database_url, where):
+            print(f"PostgreSQL: {where}")
+            for row in active_tables(database_url, sorted(args.active), args.seconds):
+                print(json.dumps(row))
+        return 0
 
     from ..runtime.embedded_nats import EmbeddedNats
     from ..runtime.servers import servers

@@ -102,6 +102,7 @@ async def serve_table(
     from ..runtime.credentials import credentials
     from ..runtime.preflight import preflight
     from ..runtime.servers import servers
+    from ..store.layout import check_recorded_layout
     from ..store.postgres import PostgresEventStore
     from .service import TableService
 
@@ -109,6 +110,7 @@ async def serve_table(
     instance_id = instance_id or default_instance_id()
     with contextlib.ExitStack() as stack:
         nats_url, database_url = stack.enter_context(servers(settings))
+        await asyncio.to_thread(check_recorded_layout, database_url, stores, schema_prefix)
         event_stores = []
         for j in range(stores):
             store = await asyncio.to_thread(

@@ -32,11 +32,12 @@ from studroom.domain.errors import DomainError
 from studroom.domain.table import Table
 from studroom.domain.views import seat_of, table_view
 
-from ..store.port import EventStore, VersionConflict
+from ..store.port import EventStore, Snapshot, VersionConflict
 from ..wire import protocol, subjects
 from ..wire.protocol import (
     BAD_REQUEST, CONFLICT, INTERNAL, MAX_REQUEST_BYTES, UNKNOWN_TABLE, ErrorBody, Reply, ViewTable,
 )
+from .loading import SNAPSHOT_EVERY, load_table, snapshot_due, snapshot_of
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,8 @@ class HandlerStats:
     conflicts: int = 0
     internal_errors: int = 0
     loads: int = 0
+    replayed: int = 0                   # events applied by loads (after a snapshot, or all)
+    snapshots: int = 0                  # snapshots stored
     batch_sizes: dict[int, int] = field(default_factory=dict)   # commands per append -> count
 
 
@@ -124,6 +127,7 @@ class _Staged:
     expected: int                       # version before the batch's first command
     events: list = field(default_factory=list)
     from_store: bool = False            # loaded (not cached) in this batch
+    replayed: int = 0                   # events its load applied
     dirty: bool = False                 # an exception left the object unusable
 
 
@@ -139,6 +143,7 @@ class CommandHandler:
         clock: Callable[[], int] = wall_clock_ms,
         seed: Callable[[], str] = new_seed,
         cache_size: int = 10_000,
+        snapshot_every: int = SNAPSHOT_EVERY,
         verify_refusals: bool = True,
     ) -> None:
         self.store = store
@@ -147,6 +152,7 @@ class CommandHandler:
         self.clock = clock
         self.new_seed = seed
         self.cache_size = cache_size
+        self.snapshot_every = snapshot_every
         self.verify_refusals = verify_refusals
         self.cache: OrderedDict[str, Table] = OrderedDict()
         self.stats = HandlerStats()
@@ -172,9 +178,19 @@ class CommandHandler:
         while len(self.cache) > self.cache_size:
             self.cache.popitem(last=False)
 
-    def _load(self, table_id: str) -> Table:
+    def _load(self, table_id: str) -> tuple[Table, int]:
+        """A table not in the cache: from its snapshot and the events after it."""
+        loaded = load_table(self.store, table_id, snapshots=self.snapshot_every > 0)
         self.stats.loads += 1
-        return Table.replay(self.store.load(table_id))
+        self.stats.replayed += loaded.replayed
+        return loaded
+
+    def _snapshots(self, staged: dict[str, _Staged]) -> list[Snapshot]:
+        """The snapshots due with this append (stored in its transaction)."""
+        return [
+            snapshot_of(table_id, s.table) for table_id, s in staged.items()
+            if not s.dirty and snapshot_due(self.snapshot_every, s.expected, s.table.version, s.replayed)
+        ]
 
     # -- commands
 
@@ -213,8 +229,9 @@ class CommandHandler:
                 versions[i] = staged[table_id].table.version
         batch = [(t, s.expected, s.events) for t, s in staged.items() if s.events]
         if batch:
+            snapshots = self._snapshots(staged)
             try:
-                self.store.append(batch)
+                self.store.append(batch, snapshots)
             except VersionConflict as conflict:
                 self.stats.conflicts += 1
                 log.info("version conflict on %s: retrying %d commands one by one",
@@ -229,6 +246,7 @@ class CommandHandler:
                 return [o if o is not None else failed for o in outcomes]
             self.stats.appends += 1
             self.stats.events += sum(len(events) for _, _, events in batch)
+            self.stats.snapshots += len(snapshots)
             n = sum(1 for i, o in enumerate(outcomes) if o is None)
             self.stats.batch_sizes[n] = self.stats.batch_sizes.get(n, 0) + 1
         for table_id, s in staged.items():
@@ -250,12 +268,12 @@ class CommandHandler:
         if s is None:
             cached = self.cache.get(table_id)
             try:
-                table = cached if cached is not None else self._load(table_id)
+                table, replayed = (cached, 0) if cached is not None else self._load(table_id)
             except Exception:   # noqa: BLE001
                 log.exception("loading table %s failed", table_id)
                 self.stats.internal_errors += 1
                 return Outcome(error_reply(INTERNAL, "the table could not be loaded"))
-            s = _Staged(table=table, expected=table.version, from_store=cached is None)
+            s = _Staged(table=table, expected=table.version, from_store=cached is None, replayed=replayed)
             staged[table_id] = s
         if s.dirty:
             return Outcome(error_reply(INTERNAL, "an earlier command of this batch failed"))
@@ -350,7 +368,9 @@ class CommandHandler:
                 s = one[table_id]
                 try:
                     if s.events:
-                        self.store.append([(table_id, s.expected, s.events)])
+                        snapshots = self._snapshots(one)
+                        self.store.append([(table_id, s.expected, s.events)], snapshots)
+                        self.stats.snapshots += len(snapshots)
                         self.stats.appends += 1
                         self.stats.events += len(s.events)
                         self.stats.batch_sizes[1] = self.stats.batch_sizes.get(1, 0) + 1

@@ -149,6 +149,7 @@ class TableService:
                 "batches": w.stats.batches, "commands": w.stats.commands,
                 "largest_batch": w.stats.largest_batch, "appends": h.appends, "events": h.events,
                 "conflicts": h.conflicts, "hands_started": h.hands_started, "loads": h.loads,
+                "replayed": h.replayed, "snapshots": h.snapshots,
                 "internal_errors": h.internal_errors, "unavailable": w.stats.unavailable,
             })
         return out
