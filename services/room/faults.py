@@ -93,6 +93,17 @@ class Outcome:
 
 
 @dataclass
+class After:
+    """A fault's end: when, each store's last notification id and the ledger's booked
+    position then; the first hand each table dealt since (filled as they come)."""
+
+    ended: float
+    marks: dict[str, int]
+    booked: int
+    hands: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
 class DrillReport:
     outcomes: list[Outcome]
     events: int = 0                    # stored, on the drill's tables
@@ -201,7 +212,7 @@ class Drill:
         try:
             started = time.monotonic()
             await room.start()
-            await self._dealing(time.monotonic(), await asyncio.to_thread(self._marks), 60.0)  # warm up
+            await self._dealing(After(time.monotonic(), await asyncio.to_thread(self._marks), 0), 60.0)
             self.say(f"  the room plays ({time.monotonic() - started:.1f} s to open, seat and deal)")
             outcomes.append(await self._measure(Fault("baseline (no fault)", BASELINE), services))
             for fault in faults:
@@ -243,11 +254,9 @@ class Drill:
                 outcome.problems.append(problem)
         ended = time.monotonic()
         limit = self.options.limit
-        ledger_mark = await asyncio.to_thread(self._booked)
-        marks = await asyncio.to_thread(self._marks)
-        dealt, back = await asyncio.gather(
-            self._dealing(ended, marks, limit),
-            self._back(fault, services, killed, ledger_mark, ended + limit))
+        after = After(ended, await asyncio.to_thread(self._marks), await asyncio.to_thread(self._booked))
+        dealt, back = await asyncio.gather(self._dealing(after, limit),
+                                           self._back(fault, services, killed, after, ended + limit))
         if len(dealt) < len(self.tables):
             late = sorted(set(self.tables) - set(dealt))
             outcome.problems.append(f"no new hand within {limit:g} s at {', '.join(late)}")
@@ -355,45 +364,48 @@ class Drill:
         assert self.postgres is not None
         return self.postgres
 
-    def _new_hands(self, marks: dict[str, int]) -> set[str]:
-        """The tables that started a hand after ``marks`` and dealt its cards."""
-        query = ("SELECT DISTINCT s.originator_id FROM {t} s WHERE s.notification_id > %s AND s.topic = %s "
+    def _new_hands(self, marks: dict[str, int]) -> dict[str, int]:
+        """The tables that started a hand after ``marks`` and dealt its cards: the hand's number."""
+        query = ("SELECT s.originator_id, min((convert_from(s.state, 'UTF8')::json->>'hand_no')::int) FROM {t} s "
+                 "WHERE s.notification_id > %s AND s.topic = %s "
                  "AND EXISTS (SELECT 1 FROM {t} d WHERE d.originator_id = s.originator_id "
-                 "AND d.originator_version > s.originator_version AND d.topic = %s)")
-        found: set[str] = set()
+                 "AND d.originator_version > s.originator_version AND d.topic = %s) GROUP BY s.originator_id")
+        found: dict[str, int] = {}
         with psycopg.connect(self._require_postgres().url, autocommit=True, connect_timeout=3) as conn:
             for schema, mark in marks.items():
                 statement = sql.SQL(query).format(t=sql.Identifier(schema, DEFAULT_TABLE))
                 rows = conn.execute(statement, (mark, get_topic(HandStarted), get_topic(CardsDealt))).fetchall()
-                found |= {r[0] for r in rows}
+                found |= {table_id: hand_no for table_id, hand_no in rows}
         return found
 
-    async def _dealing(self, since: float, marks: dict[str, int], limit: float) -> dict[str, float]:
-        """When each table dealt a new hand (polled every 0.1 s, until ``limit``)."""
+    async def _dealing(self, after: After, limit: float) -> dict[str, float]:
+        """When each table dealt a new hand (polled every 0.1 s, until ``limit``); its
+        number goes to ``after.hands``."""
         dealt: dict[str, float] = {}
-        while len(dealt) < len(self.tables) and time.monotonic() - since < limit:
+        while len(dealt) < len(self.tables) and time.monotonic() - after.ended < limit:
             with contextlib.suppress(psycopg.Error):
                 now = time.monotonic()
-                for table_id in await asyncio.to_thread(self._new_hands, marks):
-                    dealt.setdefault(table_id, now)
+                for table_id, hand_no in (await asyncio.to_thread(self._new_hands, after.marks)).items():
+                    if table_id in self.tables and table_id not in dealt:
+                        dealt[table_id], after.hands[table_id] = now, hand_no
             await asyncio.sleep(0.1)
         return dealt
 
-    async def _back(self, fault: Fault, services: Services, killed: int | None, ledger_mark: int,
+    async def _back(self, fault: Fault, services: Services, killed: int | None, after: After,
                     deadline: float) -> dict[str, float | None]:
         """When each thing the fault took away was back: the killed child running again
-        (the room restarts it) and answering; after a server fault, every service with
-        a probe answering."""
+        (the room restarts it) and following the tables again; after a server fault,
+        every child running and every service with a probe following."""
         if fault.kind == BASELINE:
             return {}
         checks: dict[str, Any] = {}
         if fault.kind == KILL:
             checks[f"{fault.target} (started again)"] = self._restarted(services, fault.target, killed)
             if fault.service in ANSWERING:
-                checks[f"{fault.service} (answering)"] = self._answering(fault.service, ledger_mark)
+                checks[f"{fault.service} (following)"] = self._following(fault.service, after)
         else:
             checks["every service (running)"] = self._all_running(services)
-            checks |= {f"{s} (answering)": self._answering(s, ledger_mark) for s in ANSWERING}
+            checks |= {f"{s} (following)": self._following(s, after) for s in ANSWERING}
         names = list(checks)
         results = await asyncio.gather(*(self._until(check, deadline) for check in checks.values()))
         return dict(zip(names, results))
@@ -418,24 +430,32 @@ class Drill:
             return not services.dead()
         return check
 
-    def _answering(self, service: str, ledger_mark: int) -> Callable[[], Any]:
-        nc = self.probe
+    def _following(self, service: str, after: After) -> Callable[[], Any]:
+        """A probe: the cashier answers a balance; the lobby shows every table at its first
+        hand after the fault (or later); the history holds the probe player's hand of
+        that time (or a later one); the ledger's books have advanced."""
+        nc, player, table_id = self.probe, self.player, self.tables[0]
 
         async def cashier() -> bool:
             client = CashierClient(nc, "operator", PROBE, retry_for=0.0)
-            return (await client.request(Balance(player=self.player), timeout=1.0)).ok
+            return (await client.request(Balance(player=player), timeout=1.0)).ok
 
         async def lobby() -> bool:
             msg = await nc.request(subjects.lobby_query(), encode_query(LobbyQuery()), timeout=1.0)
-            return decode_answer(msg.data).ok
+            answer = decode_answer(msg.data)
+            shown = {entry.table_id: entry.hand_no for entry in answer.tables}
+            return answer.ok and len(after.hands) == len(self.tables) and all(
+                shown.get(t, 0) >= hand_no for t, hand_no in after.hands.items())
 
         async def history() -> bool:
             msg = await nc.request(subjects.history_requests("operator", PROBE),
-                                   encode_history(Hands(player=self.player, limit=1)), timeout=1.0)
-            return decode_history(msg.data).ok
+                                   encode_history(Hands(player=player, table_id=table_id, limit=1)), timeout=1.0)
+            reply = decode_history(msg.data)
+            return reply.ok and table_id in after.hands and bool(reply.hands) and \
+                reply.hands[0].hand_no >= after.hands[table_id]
 
         async def ledger() -> bool:
-            return await asyncio.to_thread(self._booked) > ledger_mark
+            return await asyncio.to_thread(self._booked) > after.booked
 
         return {"cashier": cashier, "lobby": lobby, "history": history, "ledger": ledger}[service]
 
