@@ -28,8 +28,9 @@ log = logging.getLogger("studroom.pull")
 FIRST_RETRY = 0.2      # seconds before the first redelivery of a message nak'ed once
 LAST_RETRY = 5.0       # the delay doubles with every delivery up to this
 # Deliveries after which a message is set aside unhandled: with the back-off above, a
-# message asked for again at every delivery rides out about eight minutes of outage.
-MAX_DELIVERIES = 100
+# message asked for again at every delivery rides out about an hour of outage (a table
+# service or a database away must not turn timeouts or cash-outs into dead letters).
+MAX_DELIVERIES = 720
 # Handler failures that are about the system, not the message: asked for again later.
 TRANSIENT: tuple[type[BaseException], ...] = (TimeoutError, OSError, nats.errors.Error)
 
