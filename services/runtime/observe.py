@@ -80,6 +80,7 @@ class Observer:
         self.nc: Any = None
         self.micro: Any = None
         self.http: asyncio.Server | None = None
+        self.metrics_url: str | None = None
         self._stop: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.registry.add(lambda: [gauge("up_seconds", "seconds since the process started",
@@ -108,12 +109,6 @@ class Observer:
             details |= part
         return {"ok": ok, **details}
 
-    @property
-    def metrics_url(self) -> str | None:
-        if self.http is None:
-            return None
-        port = self.http.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/metrics"
 
     # -- running
 
@@ -125,6 +120,7 @@ class Observer:
         try:
             if self.metrics_port is not None:
                 self.http = await asyncio.start_server(self._serve_http, "127.0.0.1", self.metrics_port)
+                self.metrics_url = f"http://127.0.0.1:{self.http.sockets[0].getsockname()[1]}/metrics"
                 log.info("metrics endpoint", extra=fields(url=self.metrics_url, instance=self.instance))
             if self.settings is not None:
                 await self._discovery(stop)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 from studroom.services.runtime.metrics import (
     Histogram,
     Poll,
@@ -12,6 +13,12 @@ from studroom.services.runtime.metrics import (
     counter,
     gauge,
 )
+from studroom.services.table.metrics import CommandMeter
+from studroom.services.timer.metrics import timer_metrics
+from studroom.services.timer.service import TimerStats
+from studroom.services.wire.protocol import ErrorBody, Reply
+
+encode_reply = msgspec.json.Encoder().encode
 
 
 def test_the_exposition_has_help_type_labels_and_one_family_per_name() -> None:
@@ -61,3 +68,26 @@ def test_a_broken_collector_hides_no_other_and_a_failed_poll_keeps_its_last_read
     asyncio.run(poll.refresh())
     asyncio.run(poll.refresh())
     assert registry.readings() == {"ledger_booked_total": 9, 'projection_lag_events{projection="ledger"}': 5.0}
+
+
+def test_the_table_times_each_request_to_its_reply_and_counts_refusals_by_code() -> None:
+    meter = CommandMeter()
+    meter.received("_INBOX.player.ann.1")
+    meter.received("_INBOX.player.bob.2")
+    meter.received(None)                                   # no reply wanted: not timed
+    meter.replied("_INBOX.player.ann.1", encode_reply(Reply(ok=True, version=3)))
+    meter.replied("_INBOX.player.bob.2", encode_reply(Reply(ok=False, error=ErrorBody("not_your_turn", "wait"))))
+    meter.replied("_INBOX.player.bob.2", b"{}")            # a second reply to the same subject: not counted
+    assert meter.answered == 2 and meter.latency.count == 2
+    assert meter.errors == {"not_your_turn": 1}
+
+
+def test_the_timer_lateness_is_given_as_quantiles_in_seconds() -> None:
+    stats = TimerStats()
+    stats.fire_lateness_ms.extend([10.0] * 98 + [500.0, 2000.0])
+    registry = Registry()
+    registry.add(timer_metrics(stats))
+    readings = registry.readings()
+    assert readings['timer_lateness_seconds{kind="fire",quantile="0.5"}'] == 0.01
+    assert readings['timer_lateness_seconds{kind="fire",quantile="1"}'] == 2.0
+    assert not any('kind="done"' in name for name in readings)     # no timer done yet: no sample
