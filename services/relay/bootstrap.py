@@ -52,9 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def relay_config(args: argparse.Namespace) -> RelayConfig:
-    """The relay's settings from its options (a usage error for a retention of 0 or less)."""
-    if min(args.private_max_age, args.public_max_age) <= 0:
-        raise SystemExit("--private-max-age and --public-max-age must be positive")
+    """The relay's settings from its options (checked as they were parsed)."""
     return RelayConfig(batch_size=args.batch_size, poll_interval=args.poll_interval, replicas=args.replicas,
                        private_max_age=args.private_max_age, public_max_age=args.public_max_age,
                        private_max_bytes=args.private_max_bytes, public_max_bytes=args.public_max_bytes)
