@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from studroom.services.runtime.arguments import positive_float, positive_int
+from studroom.services.runtime.logs import fields
 from studroom.services.runtime.settings import Settings
 
 from .schema import LEDGER_SCHEMA
@@ -57,8 +58,6 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
 
     from .projector import Projector
 
-    if args.batch_size < 1 or args.poll_interval <= 0:
-        raise SystemExit("--batch-size must be at least 1 and --poll-interval positive")
     with contextlib.ExitStack() as stack:
         url = settings.database_url or stack.enter_context(EmbeddedPostgres(settings.data_dir)).url
         projector = Projector(url, [], ledger_schema=args.ledger_schema, batch_size=args.batch_size,
@@ -70,7 +69,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
             await _book_until(stop, projector, args)
         finally:
             projector.close()
-        log.info("ledger: booked %d events", projector.booked)
+        log.info("ledger stops", extra=fields(booked=projector.booked))
 
 
 async def _book_until(stop: asyncio.Event, projector: Projector, args: argparse.Namespace) -> None:
