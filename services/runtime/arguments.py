@@ -2,8 +2,8 @@
 errors are one line (docs/design/cli.md).
 
 A bad value is refused while the command line is parsed: ``studroom room: argument
---stores: expected an integer of at least 1, got '0'`` on stderr and exit code 2,
-before anything starts.
+--tables: expected an integer of at least 1, got '0' (--help shows the options)`` on
+stderr and exit code 2, before anything starts.
 """
 
 from __future__ import annotations
