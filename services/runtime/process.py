@@ -9,9 +9,13 @@ Every process of the room (``studroom serve table|relay|timer|bot``) is a
   run until ``stop`` is set, clean up.
 
 ``run`` sets ``stop`` on SIGTERM or SIGINT (``stop_on_signals``, which the room uses
-too), and turns the outcome into an exit code that systemd understands: 0 after a
-clean stop, 1 when ``serve`` failed (a fatal error: systemd restarts the unit), 2 for
-a usage error (``SystemExit`` with a message).
+too), bounds the stop (``serve`` is cancelled after ``STOP_GRACE``, the process ends
+``CANCEL_GRACE`` later whatever happens, a second signal ends it at once), and turns
+the outcome into an exit code that systemd understands: 0 after a stop, 1 when
+``serve`` failed (a fatal error, one log line: systemd restarts the unit), 2 for a
+usage error (``SystemExit`` with a message, bad settings), 128 + the signal after a
+second one.  ``connect`` makes the NATS connections, an outage said once.
+docs/design/cli.md.
 """
 
 from __future__ import annotations
