@@ -21,7 +21,8 @@ from studroom.services.runtime.embedded_nats import EmbeddedNats
 from studroom.services.runtime.preflight import Refused, check_mapping, check_server, preflight
 from studroom.services.timer.streams import ensure_timer_stream, timer_stream_config
 from studroom.services.wire import subjects
-from studroom.services.wire.declared import CREATED, UNCHANGED, UPDATED, ensure_stream
+from studroom.services.wire.declared import CREATED, UNCHANGED, UPDATED, ensure_consumer, ensure_stream
+from studroom.services.wire.pull import shared_consumer
 
 GOOD_INFO = {"server_name": "n1", "version": "2.12.0", "jetstream": True}
 
@@ -159,5 +160,18 @@ def test_declaring_twice_changes_nothing_and_other_limits_are_brought_up_to_date
         await ensure_streams(js, config)
         assert (await js.stream_info(private.name)).config.max_bytes == 1 << 24
         assert (await js.stream_info(private.name)).config.retention == RetentionPolicy.LIMITS
+
+    _with(plain_url, check)
+
+
+@pytest.mark.integration
+def test_a_consumer_declared_again_with_other_settings_is_updated(plain_url: str) -> None:
+    async def check(nc: Any) -> None:
+        js = nc.jetstream()
+        await ensure_stream(js, StreamConfig(name="TEST_DECLARED", subjects=["test.declared.>"]))
+        await ensure_consumer(js, "TEST_DECLARED", shared_consumer("c", "test.declared.>", 5.0, "first"))
+        await ensure_consumer(js, "TEST_DECLARED", shared_consumer("c", "test.declared.>", 10.0, "second"))
+        have = (await js.consumer_info("TEST_DECLARED", "c")).config
+        assert (have.ack_wait, have.description) == (10.0, "second")
 
     _with(plain_url, check)
