@@ -16,6 +16,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from studroom.services.runtime.arguments import MAX_REPLICAS, int_range, name
+from studroom.services.runtime.logs import fields
+from studroom.services.runtime.metrics import log_fields
 from studroom.services.runtime.settings import Settings
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
     from studroom.services.runtime.embedded_nats import EmbeddedNats
     from studroom.services.runtime.preflight import preflight
 
+    from .metrics import lobby_metrics
     from .service import SENDER, LobbyService, LobbyStats, default_instance_id
 
     stop = stop if stop is not None else asyncio.Event()
@@ -76,7 +79,7 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
             log.info("lobby %s: NATS %s", instance_id, masked_url(url))
             if await _set_up(service, stop):
                 await service.run(stop)
-            log.info("lobby %s stops: %s", instance_id, stats.line())
+            log.info("lobby stops", extra=fields(instance=instance_id, **log_fields(lobby_metrics(stats)())))
         finally:
             with contextlib.suppress(Exception):
                 await nc.drain()

@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 
 from ..runtime.arguments import positive_float
+from ..runtime.logs import fields
 from ..runtime.settings import Settings
 
 HELP = "the cashier: players' accounts, buy-ins to seats (a saga), cash-outs"
@@ -77,8 +78,8 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
             print(f"cashier {instance_id} ready: store {store.name}", flush=True)
             await service.run(stop)
             await service.close()
-            log.info("cashier %s stops: %d cash-outs booked, %d buy-ins resumed", instance_id,
-                     service.cash_outs.credited, service.recovery.resumed)
+            log.info("cashier stops", extra=fields(instance=instance_id, cash_outs=service.cash_outs.credited,
+                                                   buy_ins_resumed=service.recovery.resumed))
         finally:
             with contextlib.suppress(Exception):
                 await nc.drain()

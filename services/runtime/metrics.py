@@ -142,12 +142,22 @@ class Registry:
 
     def readings(self) -> dict[str, float]:
         """Every sample but histogram buckets, as ``name{labels}: value`` (for ``$SRV.STATS``)."""
-        out: dict[str, float] = {}
-        for metric in self.metrics():
-            for suffix, labels, value in metric.samples:
-                if suffix != "_bucket":
-                    out[f"{metric.name}{suffix}{_labels(labels)}"] = value
-        return out
+        return readings(self.metrics())
+
+
+def readings(metrics: Iterable[Metric]) -> dict[str, float]:
+    """Every sample of ``metrics`` but histogram buckets, as ``name{labels}: value``."""
+    out: dict[str, float] = {}
+    for metric in metrics:
+        for suffix, labels, value in metric.samples:
+            if suffix != "_bucket":
+                out[f"{metric.name}{suffix}{_labels(labels)}"] = value
+    return out
+
+
+def log_fields(metrics: Iterable[Metric]) -> dict[str, float]:
+    """The readings of ``metrics`` as log fields (``relay_events_total.p0=12``)."""
+    return {flat_name(name): value for name, value in readings(metrics).items()}
 
 
 def flat_name(reading: str) -> str:

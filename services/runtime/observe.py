@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -31,7 +30,7 @@ from typing import Any
 
 from ..wire import subjects
 from .logs import FORMATS, fields, format_from_env
-from .metrics import Collect, Poll, Registry, flat_name, gauge
+from .metrics import Collect, Poll, Registry, gauge, log_fields
 from .settings import Settings
 
 log = logging.getLogger("studroom.observe")
@@ -59,6 +58,8 @@ def _port_from_env() -> int | None:
 
 
 def version() -> str:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("studroom")
     except importlib.metadata.PackageNotFoundError:
@@ -129,7 +130,7 @@ class Observer:
             await self.close()
 
     async def close(self) -> None:
-        log.info("stats", extra=fields(**{flat_name(name): value for name, value in self.registry.readings().items()}))
+        log.info("stats", extra=fields(**log_fields(self.registry.metrics())))
         for task in self._tasks:
             task.cancel()
         if self.nc is not None:              # its subscriptions, the micro service's, go with it

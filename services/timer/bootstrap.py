@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..runtime.arguments import MAX_REPLICAS, int_range, non_negative_float
+from ..runtime.logs import fields
+from ..runtime.metrics import log_fields
 from ..runtime.settings import Settings
+from .metrics import timer_metrics
 
 if TYPE_CHECKING:
     from .service import TimerStats
@@ -38,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     from ..runtime import observe
-    from .metrics import timer_metrics
     from .service import TimerStats
 
     stats = TimerStats()
@@ -124,7 +126,7 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
             await service.run(stop)
         finally:
             reporter.cancel()
-        log.info("timer service %s stops: %s", service.instance_id, stats.line())
+        log.info("timer service stops", extra=fields(instance=service.instance_id, **log_fields(timer_metrics(stats)())))
     finally:
         with contextlib.suppress(Exception):
             await nc.drain()
@@ -137,4 +139,4 @@ async def _report(stats: TimerStats, stop: asyncio.Event, every: float) -> None:
     while not stop.is_set():
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
-        log.info("%s", stats.line())
+        log.info("timer stats", extra=fields(**log_fields(timer_metrics(stats)())))
