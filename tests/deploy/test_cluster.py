@@ -7,7 +7,8 @@ and bot connecting with the three server URLs (``STUDROOM_NATS_URL`` comma
 separated) and the streams and buckets created with 3 replicas. While the bots play:
 
 1. SIGKILL of the node leading the public stream, then its restart (same store);
-2. SIGKILL of one table-service instance (the other takes its partitions over).
+2. SIGKILL of one table-service instance (the other takes its partitions over until
+   the supervisor, as systemd's ``Restart=always``, has started it again).
 
 Then: every stored event is in the public stream exactly once (count and (table,
 version) pairs), every table dealt hands after both faults, and
@@ -47,7 +48,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 TABLES = 4
 BOTS_PER_TABLE = 3
-WARM_UP_HANDS = 15
+WARM_UP_HANDS = 8            # hands dealt before the first fault
 HANDS_AFTER_FAULTS = 2       # each table starts this many hands after the last fault
 VERSION_HEADER = "Studroom-Version"
 
