@@ -7,14 +7,20 @@ credentials, the three NATS URLs, a health check on its /healthz and a command l
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from nats_nodes import DEPLOY
+from nats_nodes import DEPLOY, route_env
+from studroom.services.auth.powers import SERVICES
 from studroom.services.cli import build_parser
+from studroom.services.runtime.embedded_nats import nats_server_binary
 from test_systemd_units import REPLICATED, SERVED
 
 NODES = ("nats-1", "nats-2", "nats-3")
@@ -103,3 +109,31 @@ def test_the_image_installs_the_project() -> None:
     assert 'ENTRYPOINT ["studroom"]' in dockerfile and "USER studroom" in dockerfile
     ignored = (DEPLOY / "Dockerfile.dockerignore").read_text().split()
     assert {"!pyproject.toml", "!setup.py", "!domain/**", "!services/**", "!projections/**"} <= set(ignored)
+
+
+def test_the_authority_jobs_script_makes_a_cluster_configuration_nats_server_accepts(
+        compose: dict[str, Any], tmp_path: Path) -> None:
+    """The job's shell script run here (its volumes folders of the test's, ``studroom``
+    this installation's, the owner this user): ``nats-server -t`` accepts the node
+    configuration it leaves, and every service's credentials are there, readable by
+    their owner only."""
+    job = compose["services"]["authority"]
+    assert job["entrypoint"] == ["sh", "-ec"]
+    folders = {"/authority": tmp_path / "authority", "/etc/nats": tmp_path / "nats",
+               "/etc/studroom/creds": tmp_path / "creds", "/deploy/nats": DEPLOY / "nats"}
+    script = job["command"][0].replace("$$", "$").replace("-o 10001 ", f"-o {os.getuid()} ")
+    for inside, outside in folders.items():
+        script = script.replace(f"{inside}/", f"{outside}/").replace(f"{inside} ", f"{outside} ")
+        if inside != "/deploy/nats":
+            outside.mkdir()
+    studroom = Path(sys.executable).parent / "studroom"
+    done = subprocess.run(["sh", "-ec", script.replace("studroom auth", f"{studroom} auth")],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "creds").iterdir()) == sorted(
+        f"service.{name}.creds" for name in SERVICES)
+    assert {oct(p.stat().st_mode & 0o777) for p in (tmp_path / "creds").iterdir()} == {"0o400"}
+    env = {**os.environ, **route_env("nats-1", [6222, 6223, 6224])}
+    checked = subprocess.run([str(nats_server_binary()), "-t", "-c", str(tmp_path / "nats" / "cluster.conf")],
+                             capture_output=True, text=True, check=False, env=env)
+    assert checked.returncode == 0, checked.stderr
