@@ -106,9 +106,10 @@ def _fill(store: PostgresEventStore, tables: int, history: list[Event], template
     return ids
 
 
-def _commands_per_s(handler: CommandHandler, ids: Sequence[str], seconds: float, batch: int) -> float:
-    """SitOut toggles of seat 0, ``batch`` tables per append, round all the tables."""
-    out = dict.fromkeys(ids, False)
+def _commands_per_s(handler: CommandHandler, out: dict[str, bool], seconds: float, batch: int) -> float:
+    """SitOut toggles of seat 0 (``out``: whether it sits out now, by table), ``batch``
+    tables per append, round all the tables."""
+    ids = list(out)
 
     def one_round(limit: float) -> int:
         done = 0
@@ -139,11 +140,11 @@ def active_tables(database_url: str, counts: Sequence[int] = (1_000, 20_000), se
     rows = []
     for tables in counts:
         with _fresh_store(database_url) as store:
-            ids = _fill(store, tables, history, template)
+            out = dict.fromkeys(_fill(store, tables, history, template), False)
             for snapshots in (False, True):       # without first: it stores no snapshots
                 handler = CommandHandler(store, auto_start=False, cache_size=cache_size,
                                          snapshot_every=SNAPSHOT_EVERY if snapshots else 0)
-                rate = _commands_per_s(handler, ids, seconds, batch)
+                rate = _commands_per_s(handler, out, seconds, batch)
                 stats = handler.stats
                 rows.append({
                     "tables": tables, "snapshots": snapshots, "cache_size": cache_size,

@@ -9,6 +9,7 @@ from typing import Any, Self
 from .codec import MsgspecMapper
 from .port import (
     Batch,
+    Latest,
     Notification,
     Snapshot,
     VersionConflict,
@@ -51,10 +52,15 @@ class InMemoryEventStore:
                 if old is None or old.format != snapshot.format or old.version < snapshot.version:
                     self._snapshots[snapshot.stream_id] = snapshot
 
-    def load_snapshot(self, stream_id: str, format: str) -> Snapshot | None:
-        with self._lock:
-            snapshot = self._snapshots.get(stream_id)
-        return snapshot if snapshot is not None and snapshot.format == format else None
+    def load_latest(self, stream_ids: Sequence[str], format: str | None) -> dict[str, Latest]:
+        found = {}
+        for stream_id in dict.fromkeys(stream_ids):
+            with self._lock:
+                snapshot = self._snapshots.get(stream_id)
+            if snapshot is None or snapshot.format != format:
+                snapshot = None
+            found[stream_id] = Latest(snapshot, self.load(stream_id, snapshot.version if snapshot else 0))
+        return found
 
     def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
         with self._lock:

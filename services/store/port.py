@@ -12,7 +12,7 @@ the notification log).  The adapters are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -51,6 +51,13 @@ class Snapshot(msgspec.Struct, frozen=True):
     state: bytes
 
 
+class Latest(NamedTuple):
+    """What ``load_latest`` found of a stream."""
+
+    snapshot: Snapshot | None
+    events: list[Any]           # after the snapshot's version; all of them without one
+
+
 @runtime_checkable
 class EventStore(Protocol):
     """The port. Implemented by ``PostgresEventStore`` and ``InMemoryEventStore``."""
@@ -61,8 +68,9 @@ class EventStore(Protocol):
         stream's snapshot (unless that one is of a later version in the same format)."""
         ...
 
-    def load_snapshot(self, stream_id: str, format: str) -> Snapshot | None:
-        """The stream's snapshot if it is in ``format``, else None."""
+    def load_latest(self, stream_ids: Sequence[str], format: str | None) -> dict[str, Latest]:
+        """For each stream (one read for all): its snapshot if it has one in
+        ``format`` (None: none asked for), and its events after it (all without one)."""
         ...
 
     def load(self, stream_id: str, after_version: int = 0) -> list[Any]:

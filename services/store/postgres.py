@@ -23,6 +23,7 @@ from psycopg.rows import tuple_row
 from .codec import MsgspecMapper, NullTranscoder
 from .port import (
     Batch,
+    Latest,
     Notification,
     Snapshot,
     VersionConflict,
@@ -184,9 +185,14 @@ class PostgresEventStore:
             "SELECT originator_id, max(originator_version) AS version "
             "FROM {}.{} WHERE originator_id = ANY(%s) GROUP BY originator_id"
         ).format(sql.Identifier(schema), sql.Identifier(table))
-        self._snapshot_statement = sql.SQL(
-            "SELECT version, state FROM {} WHERE stream_id = %s AND format = %s"
+        self._snapshots_statement = sql.SQL(
+            "SELECT stream_id, version, state FROM {} WHERE stream_id = ANY(%s) AND format = %s"
         ).format(self._snapshots)
+        self._tails_statement = sql.SQL(  # OFFSET 0: one index range per stream, never a join
+            "SELECT w.id, e.topic, e.state FROM unnest(%s::text[], %s::bigint[]) AS w(id, after) "
+            "CROSS JOIN LATERAL (SELECT topic, state FROM {} WHERE originator_id = w.id "
+            "AND originator_version > w.after ORDER BY originator_version OFFSET 0) AS e"
+        ).format(sql.Identifier(schema, table))
 
     def append(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
         check_batch(batch)
@@ -271,10 +277,22 @@ class PostgresEventStore:
         return [decode(row.topic, row.state) for row in rows]
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def load_snapshot(self, stream_id: str, format: str) -> Snapshot | None:
+    def load_latest(self, stream_ids: Sequence[str], format: str | None) -> dict[str, Latest]:
+        """Two statements for all the streams: their snapshots, then the events after them."""
+        ids = list(dict.fromkeys(stream_ids))
+        snapshots: dict[str, Snapshot] = {}
         with self.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cursor:
-            row = cursor.execute(self._snapshot_statement, (stream_id, format), prepare=True).fetchone()
-        return None if row is None else Snapshot(stream_id, row[0], format, bytes(row[1]))
+            if format is not None:
+                for stream_id, version, state in cursor.execute(
+                        self._snapshots_statement, (ids, format), prepare=True).fetchall():
+                    snapshots[stream_id] = Snapshot(stream_id, version, format, bytes(state))
+            after = [snapshots[i].version if i in snapshots else 0 for i in ids]
+            rows = cursor.execute(self._tails_statement, (ids, after), prepare=True).fetchall()
+        events: dict[str, list[Any]] = {i: [] for i in ids}
+        decode = self.mapper.decode
+        for stream_id, topic, state in rows:
+            events[stream_id].append(decode(topic, bytes(state)))
+        return {i: Latest(snapshots.get(i), events[i]) for i in ids}
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def read_notifications(self, start: int, limit: int) -> list[Notification]:

@@ -37,7 +37,7 @@ from ..wire import protocol, subjects
 from ..wire.protocol import (
     BAD_REQUEST, CONFLICT, INTERNAL, MAX_REQUEST_BYTES, UNKNOWN_TABLE, ErrorBody, Reply, ViewTable,
 )
-from .loading import SNAPSHOT_EVERY, load_table, snapshot_due, snapshot_of
+from .loading import SNAPSHOT_EVERY, Loaded, load_table, load_tables, snapshot_due, snapshot_of
 
 log = logging.getLogger(__name__)
 
@@ -178,11 +178,26 @@ class CommandHandler:
         while len(self.cache) > self.cache_size:
             self.cache.popitem(last=False)
 
-    def _load(self, table_id: str) -> tuple[Table, int]:
+    def _load(self, table_id: str) -> Loaded:
         """A table not in the cache: from its snapshot and the events after it."""
         loaded = load_table(self.store, table_id, snapshots=self.snapshot_every > 0)
         self.stats.loads += 1
         self.stats.replayed += loaded.replayed
+        return loaded
+
+    def _preload(self, table_ids: Sequence[str]) -> dict[str, Loaded]:
+        """The tables of a batch that are not in the cache, in one read of the store
+        (past the cache, most of them); after a failure each loads on its own."""
+        missing = [t for t in dict.fromkeys(table_ids) if t not in self.cache]
+        if len(missing) < 2:
+            return {}
+        try:
+            loaded = load_tables(self.store, missing, snapshots=self.snapshot_every > 0)
+        except Exception:   # noqa: BLE001
+            log.exception("loading %d tables at once failed", len(missing))
+            return {}
+        self.stats.loads += len(loaded)
+        self.stats.replayed += sum(found.replayed for found in loaded.values())
         return loaded
 
     def _snapshots(self, staged: dict[str, _Staged]) -> list[Snapshot]:
@@ -209,6 +224,7 @@ class CommandHandler:
         requests: list[Request | None] = [None] * len(items)
         staged: dict[str, _Staged] = {}
         versions: list[int] = [0] * len(items)
+        preloaded = self._preload([item.table_id for item in items])
         for i, (table_id, message, sender) in enumerate(items):
             self.stats.commands += 1
             try:
@@ -222,7 +238,7 @@ class CommandHandler:
                 self.stats.refused += 1
                 continue
             requests[i] = request
-            outcome = self._stage(table_id, request, sender, staged)
+            outcome = self._stage(table_id, request, sender, staged, preloaded)
             if outcome is not None:
                 outcomes[i] = outcome
             else:
@@ -262,13 +278,14 @@ class CommandHandler:
         return result
 
     def _stage(self, table_id: str, request: Request, sender: Sender | None,
-               staged: dict[str, _Staged]) -> Outcome | None:
+               staged: dict[str, _Staged], preloaded: dict[str, Loaded] | None = None) -> Outcome | None:
         """Execute one command into ``staged``; an Outcome if it is refused (or is a view)."""
         s = staged.get(table_id)
         if s is None:
             cached = self.cache.get(table_id)
             try:
-                table, replayed = (cached, 0) if cached is not None else self._load(table_id)
+                found = (preloaded or {}).pop(table_id, None)
+                table, replayed = (cached, 0) if cached is not None else found or self._load(table_id)
             except Exception:   # noqa: BLE001
                 log.exception("loading table %s failed", table_id)
                 self.stats.internal_errors += 1

@@ -9,13 +9,14 @@ logged and replaced by a full replay.  Why and how often: docs/design/event-stor
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
 from studroom.domain import snapshot
 from studroom.domain.table import Table
 
-from ..store.port import EventStore, Snapshot
+from ..store.port import EventStore, Latest, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -31,21 +32,31 @@ class Loaded(NamedTuple):
 def load_table(store: EventStore, table_id: str, snapshots: bool = True) -> Loaded:
     """The table as stored: restored from its snapshot if it has one (and
     ``snapshots``), then the events after it applied."""
-    found = store.load_snapshot(table_id, snapshot.FORMAT) if snapshots else None
-    if found is not None:
-        try:
-            table = snapshot.restore(found.state)
-        except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, ValueError):
-            log.warning("the snapshot of table %s at version %d does not restore: replaying its events",
-                        table_id, found.version, exc_info=True)
-        else:
-            if table.version == found.version:
-                tail = store.load(table_id, after_version=found.version)
-                for event in tail:
-                    table.apply(event)
-                return Loaded(table, len(tail))
-            log.warning("the snapshot of table %s says version %d but holds %d: replaying its events",
-                        table_id, found.version, table.version)
+    return load_tables(store, [table_id], snapshots)[table_id]
+
+
+def load_tables(store: EventStore, table_ids: Sequence[str], snapshots: bool = True) -> dict[str, Loaded]:
+    """:func:`load_table` for several tables, in one read of the store."""
+    found = store.load_latest(table_ids, snapshot.FORMAT if snapshots else None)
+    return {table_id: _rebuilt(store, table_id, latest) for table_id, latest in found.items()}
+
+
+def _rebuilt(store: EventStore, table_id: str, latest: Latest) -> Loaded:
+    kept = latest.snapshot
+    if kept is None:
+        return Loaded(Table.replay(latest.events), len(latest.events))
+    try:
+        table = snapshot.restore(kept.state)
+    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, ValueError):
+        log.warning("the snapshot of table %s at version %d does not restore: replaying its events",
+                    table_id, kept.version, exc_info=True)
+    else:
+        if table.version == kept.version:
+            for event in latest.events:
+                table.apply(event)
+            return Loaded(table, len(latest.events))
+        log.warning("the snapshot of table %s says version %d but holds %d: replaying its events",
+                    table_id, kept.version, table.version)
     events = store.load(table_id)
     return Loaded(Table.replay(events), len(events))
 

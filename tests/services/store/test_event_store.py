@@ -16,8 +16,18 @@ from eventsourcing.utils import Environment
 from psycopg import sql
 from studroom.services.store.codec import MsgspecMapper, register_event_types
 from studroom.services.store.memory import InMemoryEventStore
-from studroom.services.store.port import EventStore, Notification, Snapshot, VersionConflict
-from studroom.services.store.postgres import PostgresEventStore, ensure_schema, eventsourcing_env
+from studroom.services.store.port import (
+    EventStore,
+    Latest,
+    Notification,
+    Snapshot,
+    VersionConflict,
+)
+from studroom.services.store.postgres import (
+    PostgresEventStore,
+    ensure_schema,
+    eventsourcing_env,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -280,18 +290,34 @@ def test_eventsourcing_env_for_applications(database_url: str, schemas: list[str
 def test_snapshots_are_stored_with_an_append_and_never_notified(new_store: Any) -> None:
     store = new_store()
     hand = [Anted(seat=1, amount=5), CardDealt(seat=1, card="As")]
-    assert store.load_snapshot("t1", "f1") is None
+    assert _kept(store, "t1", "f1") is None
     store.append([("t1", 0, hand)], [Snapshot("t1", 2, "f1", b"state at 2")])
-    assert store.load_snapshot("t1", "f1") == Snapshot("t1", 2, "f1", b"state at 2")
-    assert store.load_snapshot("t1", "f2") is None                  # another format: not read
+    assert _kept(store, "t1", "f1") == Snapshot("t1", 2, "f1", b"state at 2")
+    assert _kept(store, "t1", "f2") is None                  # another format: not read
     assert [n.stream_id for n in store.read_notifications(1, 10)] == ["t1", "t1"]   # events only
     store.append([("t1", 2, hand[:1])], [Snapshot("t1", 1, "f1", b"older")])
-    assert store.load_snapshot("t1", "f1").state == b"state at 2"    # an older one never wins
+    assert _kept(store, "t1", "f1").state == b"state at 2"    # an older one never wins
     store.append([("t1", 3, hand[:1])], [Snapshot("t1", 1, "f2", b"new format")])
-    assert store.load_snapshot("t1", "f2").state == b"new format"    # another format replaces it
+    assert _kept(store, "t1", "f2").state == b"new format"    # another format replaces it
     with pytest.raises(VersionConflict):
         store.append([("t1", 0, hand), ("t2", 0, hand)], [Snapshot("t2", 2, "f2", b"t2")])
-    assert store.load_snapshot("t2", "f2") is None                   # refused with its batch
+    assert _kept(store, "t2", "f2") is None                   # refused with its batch
     with pytest.raises(ValueError, match="two snapshots"):
         store.append([("t2", 0, hand)], [Snapshot("t2", 1, "f2", b"a"), Snapshot("t2", 2, "f2", b"b")])
     assert store.load("t2") == [] and store.max_notification_id() == 4
+
+
+def _kept(store: Any, stream_id: str, format: str) -> Snapshot | None:
+    return store.load_latest([stream_id], format)[stream_id].snapshot
+
+
+@both
+def test_load_latest_reads_snapshots_and_the_events_after_them(new_store: Any) -> None:
+    store = new_store()
+    hand = [Anted(seat=1, amount=5), CardDealt(seat=1, card="As"), HandEnded(winners=[1])]
+    store.append([("t1", 0, hand[:2]), ("t2", 0, hand)], [Snapshot("t1", 1, "f", b"t1@1")])
+    found = store.load_latest(["t1", "t2", "nowhere", "t1"], "f")
+    assert list(found) == ["t1", "t2", "nowhere"]
+    assert found["t1"] == Latest(Snapshot("t1", 1, "f", b"t1@1"), hand[1:2])
+    assert found["t2"] == Latest(None, hand) and found["nowhere"] == Latest(None, [])
+    assert store.load_latest(["t1"], None)["t1"] == Latest(None, hand[:2])     # no snapshot asked for

@@ -55,8 +55,8 @@ class CountingStore:
     def load(self, stream_id: str, after_version: int = 0) -> list[Any]:
         return self.inner.load(stream_id, after_version)
 
-    def load_snapshot(self, stream_id: str, format: str) -> Any:  # noqa: A002
-        return self.inner.load_snapshot(stream_id, format)
+    def load_latest(self, stream_ids: Any, format: str | None) -> Any:
+        return self.inner.load_latest(stream_ids, format)
 
     def read_notifications(self, start: int, limit: int) -> list[Any]:
         return self.inner.read_notifications(start, limit)

@@ -8,14 +8,14 @@ import random
 
 import pytest
 from studroom.domain import snapshot
-from studroom.domain.commands import BuyIn, Command, OpenTable, PostAnte, Show, SitDown
+from studroom.domain.commands import BuyIn, Command, OpenTable, PostAnte, Show, SitDown, SitOut
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.errors import MUST_SHOW
 from studroom.domain.simulate import choose
 from studroom.domain.table import Table
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.store.port import Snapshot
-from studroom.services.table.command_handling import CommandHandler
+from studroom.services.table.command_handling import CommandHandler, Submission
 from studroom.services.table.loading import load_table
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
@@ -86,7 +86,7 @@ def test_a_snapshot_of_another_format_is_ignored_and_rebuilt(caplog: pytest.LogC
     store = InMemoryEventStore()
     writer = CommandHandler(store, snapshot_every=0)       # no snapshots at all
     _play(writer, store, ["t"], 30)
-    assert store.load_snapshot("t", snapshot.FORMAT) is None
+    assert store.load_latest(["t"], snapshot.FORMAT)["t"].snapshot is None
     length = len(store.load("t"))
     assert length >= EVERY
     # a snapshot of an older domain, and a broken one of this format: both replayed over
@@ -99,6 +99,29 @@ def test_a_snapshot_of_another_format_is_ignored_and_rebuilt(caplog: pytest.LogC
     # a handler that snapshots stores one with the table's next command (its load replayed EVERY or more)
     handler = CommandHandler(store, cache_size=1, snapshot_every=EVERY)
     _step(handler, store, "t", random.Random(9), {})
-    stored = store.load_snapshot("t", snapshot.FORMAT)
+    stored = store.load_latest(["t"], snapshot.FORMAT)["t"].snapshot
     assert stored is not None and stored.version == len(store.load("t"))
     assert load_table(store, "t").replayed == 0
+
+
+def test_the_uncached_tables_of_a_batch_load_in_one_read() -> None:
+    class Counting(InMemoryEventStore):
+        reads = 0
+
+        def load_latest(self, stream_ids, format):  # noqa: A002, ANN001, ANN202
+            self.reads += 1
+            return super().load_latest(stream_ids, format)
+
+    store = Counting()
+    tables = [f"t{k}" for k in range(5)]
+    _play(CommandHandler(store, snapshot_every=EVERY), store, tables, 3)
+    handler = CommandHandler(store, cache_size=2, snapshot_every=EVERY)
+    store.reads = 0
+    replies = handler.handle_batch([Submission(t, SitOut(seat=0, sitting_out=True)) for t in tables])
+    assert [r.reply.ok for r in replies] == [True] * 5
+    assert store.reads == 1 and handler.stats.loads == 5
+    assert all(replayed_table(store, t).seats[0].sitting_out for t in tables)
+
+
+def replayed_table(store: InMemoryEventStore, table_id: str) -> Table:
+    return Table.replay(store.load(table_id))
