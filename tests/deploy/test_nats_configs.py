@@ -66,6 +66,15 @@ def test_no_user_is_configured_in_the_server_files_any_more() -> None:
         assert "users" not in text and "accounts {" not in text, name
 
 
+def test_the_monitor_listens_on_this_host_only() -> None:
+    """The monitoring endpoints name every client: 127.0.0.1 only, never 0.0.0.0."""
+    text = (DEPLOY / "nats" / "studroom.conf").read_text()
+    settings = [line.split("#")[0].strip() for line in text.splitlines()
+                if line.strip().startswith(("http", "monitor", "https"))]
+    assert settings == ["http: 127.0.0.1:8222"], settings
+    assert "http" not in (DEPLOY / "nats" / "cluster.conf").read_text().split("include ./studroom.conf")[1]
+
+
 def test_both_deploy_configurations_pass_nats_server_t(etc_nats: Path) -> None:
     single = _check(etc_nats / "studroom.conf")
     assert single.returncode == 0, single.stderr
