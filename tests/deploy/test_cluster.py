@@ -196,7 +196,7 @@ def test_three_nats_servers_one_room_survive_a_killed_node_and_a_killed_table_se
 
             async def serving_again() -> bool:
                 return any(revision > last_then for revision in await leases_of(js, instance))
-            await until(serving_again, f"{name} was not started again, or took no partition", 20)
+            await until(serving_again, f"{name} was not started again, or took no partition", 40)
             figures[f"{name} killed -> started again, serving partitions"] = time.monotonic() - killed
 
             # Hands go on at every table.
