@@ -164,7 +164,9 @@ class TimerService:
         self.on_fire_done = on_fire_done     # (payload, outcome, fire ms, source): benchmarks
         self.clock = clock                   # wall clock, seconds since the epoch
         self.wheel = Wheel()
-        self._wheel_changed = asyncio.Event()
+        self._wheel_running = False
+        self._wake_handle: asyncio.TimerHandle | None = None
+        self._wake_at: int | None = None                 # the deadline the loop timer is set for
         self._firing: set[asyncio.Task[None]] = set()
         # table -> (turn, the wheel's final answer or None: left to the backstop)
         self._answers: OrderedDict[str, tuple[int, asyncio.Future[str | None]]] = OrderedDict()
@@ -220,29 +222,39 @@ class TimerService:
         schedule, due at once, fires it) or the table's wheel timer is newer."""
         if timer.deadline_ms <= self.clock() * 1000 or not self.wheel.set(timer):
             return False
-        self._wheel_changed.set()
+        if self._wheel_running and (self._wake_at is None or timer.deadline_ms < self._wake_at):
+            self._wake_up()
         return True
 
     async def run_wheel(self, stop: asyncio.Event) -> None:
         """Fire the wheel's timers at their deadlines until ``stop``; then wait for
         the timeouts under way (the wheel's pending timers are the schedules' job)."""
-        stopping = asyncio.create_task(stop.wait())
+        self._wheel_running = True
+        self._wake_up()
         try:
-            while not stop.is_set():
-                for timer in self.wheel.due(int(self.clock() * 1000)):
-                    task = asyncio.create_task(self._fire_local(timer))
-                    self._firing.add(task)
-                    task.add_done_callback(self._firing.discard)
-                self._wheel_changed.clear()
-                deadline = self.wheel.next_deadline()
-                wait = None if deadline is None else max(deadline / 1000 - self.clock(), 0.0)
-                changed = asyncio.create_task(self._wheel_changed.wait())
-                await asyncio.wait({changed, stopping}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                changed.cancel()
+            await stop.wait()
         finally:
-            stopping.cancel()
+            self._wheel_running = False
+            if self._wake_handle is not None:
+                self._wake_handle.cancel()
+            self._wake_handle, self._wake_at = None, None
             if self._firing:
                 await asyncio.gather(*self._firing, return_exceptions=True)
+
+    def _wake_up(self) -> None:
+        """Send what is due, then sleep until the soonest deadline (one loop timer)."""
+        if self._wake_handle is not None:
+            self._wake_handle.cancel()
+        self._wake_handle, self._wake_at = None, None
+        for timer in self.wheel.due(int(self.clock() * 1000)):
+            task = asyncio.create_task(self._fire_local(timer))
+            self._firing.add(task)
+            task.add_done_callback(self._firing.discard)
+        deadline = self.wheel.next_deadline()
+        if deadline is not None:
+            loop = asyncio.get_running_loop()
+            self._wake_at = deadline
+            self._wake_handle = loop.call_at(loop.time() + max(deadline / 1000 - self.clock(), 0.0), self._wake_up)
 
     async def _fire_local(self, timer: TimerPayload) -> None:
         """Time the turn out now; a failure leaves it to the schedule (the backstop)."""

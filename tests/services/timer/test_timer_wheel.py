@@ -92,7 +92,7 @@ def test_R18_a_turn_learned_is_timed_out_by_the_wheel_and_the_backstop_is_skippe
         await asyncio.sleep(0.05)
         assert table.sent == []                                   # not before the deadline
         clock.ms = T0 + 1000
-        service._wheel_changed.set()                              # (real time would have woken it)
+        service._wake_up()                                        # (its loop timer, in real time)
         for _ in range(100):
             if done:
                 break
