@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from .settings import log_format_from_env
+
 FORMATS = ("text", "json")
-FORMAT_VAR = "STUDROOM_LOG_FORMAT"
 MASK = "***"
 FIELDS = "fields"                      # the LogRecord attribute :func:`fields` sets
 
@@ -111,15 +111,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str, separators=(",", ":"))
 
 
-def format_from_env() -> str:
-    value = os.environ.get(FORMAT_VAR, "text").lower()
-    return value if value in FORMATS else "text"
-
-
 def configure(level: str, log_format: str | None = None) -> None:
     """The root logger: one handler on stderr, masking, ``log_format`` (default
     ``STUDROOM_LOG_FORMAT``, else text)."""
-    chosen = log_format or format_from_env()
+    chosen = log_format or log_format_from_env()
     handler = logging.StreamHandler()
     handler.addFilter(Masking())
     handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())

@@ -29,13 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ..wire import subjects
-from .logs import FORMATS, fields, format_from_env
+from .logs import FORMATS, fields
 from .metrics import Collect, Poll, Registry, gauge, log_fields
-from .settings import Settings
+from .settings import Settings, log_format_from_env, metrics_port_from_env
 
 log = logging.getLogger("studroom.observe")
 
-METRICS_PORT_VAR = "STUDROOM_METRICS_PORT"
 RETRY_SECONDS = 2.0
 HTTP_TIMEOUT = 5.0
 CLOSE_SECONDS = 1.0
@@ -45,16 +44,11 @@ Readiness = Callable[[], Mapping[str, Any]]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every ``studroom serve`` process has for its logs and metrics."""
-    parser.add_argument("--log-format", choices=FORMATS, default=format_from_env(),
+    parser.add_argument("--log-format", choices=FORMATS, default=log_format_from_env(),
                         help="text (key=value, default) or json lines (or STUDROOM_LOG_FORMAT)")
-    parser.add_argument("--metrics-port", type=int, default=_port_from_env(), metavar="PORT",
+    parser.add_argument("--metrics-port", type=int, default=metrics_port_from_env(), metavar="PORT",
                         help="serve /metrics and /healthz on 127.0.0.1:PORT (0: any free port; "
                              "default off, or STUDROOM_METRICS_PORT)")
-
-
-def _port_from_env() -> int | None:
-    value = os.environ.get(METRICS_PORT_VAR, "").strip()
-    return int(value) if value.isdigit() else None
 
 
 def version() -> str:

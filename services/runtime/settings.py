@@ -18,6 +18,11 @@
 ``STUDROOM_LOG_LEVEL``
     The log level of the service processes when ``--log-level`` is not given
     (DEBUG, INFO, WARNING or ERROR). Default: INFO.
+``STUDROOM_LOG_FORMAT``
+    ``text`` (key=value, the default) or ``json`` lines, when ``--log-format`` is not given.
+``STUDROOM_METRICS_PORT``
+    Serve ``/metrics`` and ``/healthz`` on 127.0.0.1 at this port when ``--metrics-port``
+    is not given (0: any free port). Unset: not served.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ DATABASE_URL_VAR = "STUDROOM_DATABASE_URL"
 NATS_CREDS_VAR = "STUDROOM_NATS_CREDS"
 DATA_DIR_VAR = "STUDROOM_DATA_DIR"
 LOG_LEVEL_VAR = "STUDROOM_LOG_LEVEL"
+LOG_FORMAT_VAR = "STUDROOM_LOG_FORMAT"
+METRICS_PORT_VAR = "STUDROOM_METRICS_PORT"
 DEFAULT_DATA_DIR = ".studroom"
 DEFAULT_LOG_LEVEL = "INFO"
 
@@ -101,3 +108,16 @@ def log_level_from_env(env: Mapping[str, str] | None = None) -> str:
     """The processes' default log level (``STUDROOM_LOG_LEVEL``, else INFO)."""
     env = os.environ if env is None else env
     return env.get(LOG_LEVEL_VAR, "").strip() or DEFAULT_LOG_LEVEL
+
+
+def log_format_from_env(env: Mapping[str, str] | None = None) -> str:
+    """The processes' default log format (``STUDROOM_LOG_FORMAT``: json, else text)."""
+    env = os.environ if env is None else env
+    return "json" if env.get(LOG_FORMAT_VAR, "").strip().lower() == "json" else "text"
+
+
+def metrics_port_from_env(env: Mapping[str, str] | None = None) -> int | None:
+    """The processes' default metrics port (``STUDROOM_METRICS_PORT``), None: not served."""
+    env = os.environ if env is None else env
+    value = env.get(METRICS_PORT_VAR, "").strip()
+    return int(value) if value.isdigit() else None

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 from studroom.services.auth import jwt
 from studroom.services.runtime import logs
+from studroom.services.runtime.settings import LOG_FORMAT_VAR, log_format_from_env
 
 USER_SEED = jwt.new_seed("user").decode()
 ACCOUNT_SEED = jwt.new_seed("account")
@@ -79,9 +80,8 @@ def test_no_secret_is_written_in_either_format(written: io.StringIO, log_format:
 
 def test_the_format_comes_from_the_environment_when_not_given(monkeypatch: pytest.MonkeyPatch,
                                                                written: io.StringIO) -> None:
-    monkeypatch.setenv(logs.FORMAT_VAR, "json")
+    monkeypatch.setenv(LOG_FORMAT_VAR, "json")
     logs.configure("INFO")
     handler = logging.getLogger().handlers[0]
     assert isinstance(handler.formatter, logs.JsonFormatter)
-    monkeypatch.setenv(logs.FORMAT_VAR, "yaml")
-    assert logs.format_from_env() == "text"
+    assert log_format_from_env({LOG_FORMAT_VAR: "yaml"}) == "text"

@@ -24,8 +24,7 @@ from studroom.services.room.bots import Room
 from studroom.services.room.plans import plan_tables, table_ids
 from studroom.services.runtime import process
 from studroom.services.runtime.health import ask_all, table_text
-from studroom.services.runtime.observe import METRICS_PORT_VAR
-from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.settings import METRICS_PORT_VAR, Settings
 from studroom.services.runtime.supervisor import Services, child_env
 from studroom.services.wire import subjects
 
