@@ -31,6 +31,7 @@ _SECRETS = (
 )
 _URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]+@")
 _SEED_VALUE = re.compile(r"(seed[\"']?\s*[:=]\s*[\"']?)[0-9a-fA-F]{16,}", re.IGNORECASE)
+_PASSWORD_VALUE = re.compile(r"(password\s*=\s*)[^\s&'\"]+", re.IGNORECASE)      # libpq DSNs, query strings
 _SECRET_KEY = re.compile(r"seed|password|passwd|secret|token|jwt", re.IGNORECASE)
 _BARE = re.compile(r"[^\s=\"\\]+")
 
@@ -45,6 +46,7 @@ def mask(text: str) -> str:
     for pattern in _SECRETS:
         text = pattern.sub(MASK, text)
     text = _URL_PASSWORD.sub(rf"\1{MASK}@", text)
+    text = _PASSWORD_VALUE.sub(rf"\1{MASK}", text)
     return _SEED_VALUE.sub(rf"\1{MASK}", text)
 
 

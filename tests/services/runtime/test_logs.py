@@ -66,6 +66,7 @@ def test_no_secret_is_written_in_either_format(written: io.StringIO, log_format:
              extra=logs.fields(creds="/var/lib/studroom/service.table.creds", password="hunter2",
                                url="nats://bob:s3cret@nats:4222", seed=DECK_SEED, event={"seed": DECK_SEED}))
     log.info("StartHand seed=%s", DECK_SEED)
+    log.info("connecting to host=db user=studroom password=hunter2 dbname=room")
     try:
         raise ValueError(f"bad seed {USER_SEED}")
     except ValueError:
