@@ -188,7 +188,10 @@ def test_three_nats_servers_one_room_survive_a_killed_node_and_a_killed_table_se
             name, proc, _ = services.procs[0]
             assert name.endswith("table-1"), name
             instance = f"cl{run}-1"
-            assert await leases_of(js, instance)
+
+            async def serving() -> bool:
+                return bool(await leases_of(js, instance))
+            await until(serving, f"{instance} serves no partition")      # it serves: kill it
             last_then = (await js.stream_info(f"KV_{LEASE_BUCKET}")).state.last_seq
             proc.kill()
             killed = time.monotonic()
