@@ -1,6 +1,6 @@
 -- Studroom: the role, the database and the schemas (as a superuser; safe to run again).
 --
---   psql -v ON_ERROR_STOP=1 -v password='the role password' -v stores=2 -f deploy/postgres/init.sql
+--   psql -X -v ON_ERROR_STOP=1 -v password='the role password' -v stores=2 -f deploy/postgres/init.sql
 --
 -- password (required): the role studroom's password, set again at every run (how to
 --   change it); the same as in STUDROOM_DATABASE_URL (deploy/studroom.env).
