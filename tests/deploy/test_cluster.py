@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
-from nats.js.errors import NoKeysError
+from nats.js.errors import KeyNotFoundError, NoKeysError
 from nats_nodes import cluster, etc_nats, running, studroom_cli
 from psycopg import sql
 from studroom.domain.events import HandStarted
@@ -99,9 +99,12 @@ async def leases_of(js: Any, instance: str) -> list[int]:
         keys = await kv.keys()
     except NoKeysError:                 # none, or none seen in time: look again
         return []
-    for key in keys:
-        entry = await kv.get(key)
-        if key.startswith("p.") and entry.value == instance.encode():
+    for key in (k for k in keys if k.startswith("p.")):
+        try:
+            entry = await kv.get(key)
+        except KeyNotFoundError:        # expired since: nobody's
+            continue
+        if entry.value == instance.encode():
             revisions.append(entry.revision)
     return revisions
 
