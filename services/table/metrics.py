@@ -27,6 +27,7 @@ class _Outcome(msgspec.Struct):
 
 
 _outcome = msgspec.json.Decoder(_Outcome)
+_OK = b'{"ok":true'             # how an accepted reply begins (``ok`` is Reply's first field): not decoded
 
 
 class CommandMeter:
@@ -51,6 +52,8 @@ class CommandMeter:
             return
         self.answered += 1
         self.latency.observe((time.perf_counter_ns() - started) / 1e9)
+        if data.startswith(_OK):
+            return
         try:
             outcome = _outcome.decode(data)
         except msgspec.DecodeError:
