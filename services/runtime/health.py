@@ -73,7 +73,7 @@ def table_text(answers: list[dict[str, Any]], now: datetime) -> str:
 
 def _health(args: argparse.Namespace) -> int:
     from . import process
-    from .credentials import credentials
+    from .credentials import credentials, masked_url
     from .observe import nats_url
 
     settings = Settings.from_env()
@@ -90,8 +90,13 @@ def _health(args: argparse.Namespace) -> int:
         finally:
             await nc.drain()
 
-    process.configure_logging("WARNING")
-    answers = asyncio.run(main())
+    process.configure_logging("ERROR")        # an outage is said once, below
+    try:
+        answers = asyncio.run(main())
+    except Exception as error:  # noqa: BLE001 (NATS away, credentials refused: one line)
+        print(f"studroom: cannot ask the services on {masked_url(url)}: {error or type(error).__name__}",
+              file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(answers, indent=2))
     elif answers:
