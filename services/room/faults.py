@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
+from eventsourcing.persistence import PersistenceError
 from eventsourcing.utils import get_topic
 from psycopg import sql
 from studroom.domain.events import CardsDealt, HandStarted
@@ -55,6 +56,8 @@ AUDITOR = "projections"    # the service identity the drill reads the public str
 ANSWERING = ("cashier", "lobby", "history", "ledger")     # services with a probe of their own
 
 Say = Callable[[str], Any]
+T = TypeVar("T")
+DATABASE_ERRORS = (psycopg.Error, PersistenceError)     # the stores' reads raise the latter
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,7 @@ class DrillOptions:
     pace_ms: int = 10            # the bots' thinking time
     pause_ms: int = 200          # between hands: the timer service ends the pause
     outage: float = 2.0          # seconds a server stays down
-    limit: float = 20.0          # seconds recovery may take before the fault counts as failed
+    limit: float = 30.0          # seconds recovery may take before the fault counts as failed (liveness)
     stream_wait: float = 10.0    # seconds the stream may lag the stores before an event counts as lost
     seed: int = 12
 
@@ -212,7 +215,7 @@ class Drill:
         try:
             started = time.monotonic()
             await room.start()
-            await self._dealing(After(time.monotonic(), await asyncio.to_thread(self._marks), 0), 60.0)
+            await self._dealing(After(time.monotonic(), await self._retrying(self._marks), 0), 60.0)
             self.say(f"  the room plays ({time.monotonic() - started:.1f} s to open, seat and deal)")
             outcomes.append(await self._measure(Fault("baseline (no fault)", BASELINE), services))
             for fault in faults:
@@ -254,7 +257,7 @@ class Drill:
                 outcome.problems.append(problem)
         ended = time.monotonic()
         limit = self.options.limit
-        after = After(ended, await asyncio.to_thread(self._marks), await asyncio.to_thread(self._booked))
+        after = After(ended, await self._retrying(self._marks), await self._retrying(self._booked))
         dealt, back = await asyncio.gather(self._dealing(after, limit),
                                            self._back(fault, services, killed, after, ended + limit))
         if len(dealt) < len(self.tables):
@@ -277,7 +280,10 @@ class Drill:
     async def _busiest_table_service(self, services: Services, fault: Fault) -> Fault:
         """The table-service instance that serves most of the drill's tables now (by
         their partitions' leases): killing it stops tables."""
-        owners = await lease_owners(self.js)
+        try:
+            owners = await lease_owners(self.js)
+        except Exception:  # noqa: BLE001 (a slow answer: the first instance then)
+            return fault
         serving: dict[str, list[str]] = {}
         for table_id in self.tables:
             serving.setdefault(owners.get(partition_of(table_id), ""), []).append(table_id)
@@ -312,8 +318,8 @@ class Drill:
         """The stores against the stream up to now, and the chips."""
         c = self.consistency
         try:
-            await asyncio.to_thread(c.read_stores)
-        except psycopg.Error as e:
+            await self._retrying(c.read_stores)
+        except DATABASE_ERRORS as e:
             outcome.problems.append(f"the stores could not be read: {e}")
             return
         lacking = await c.stream_has(self.js, c.stored_versions(), self.options.stream_wait)
@@ -334,7 +340,7 @@ class Drill:
         stable, last = time.monotonic(), -1
         while time.monotonic() - stable < 1.5:          # the tables wait on paused bots
             await asyncio.sleep(0.25)
-            await asyncio.to_thread(self.consistency.read_stores)
+            await self._retrying(self.consistency.read_stores)
             total = sum(self.consistency.stored_versions().values())
             if total != last:
                 stable, last = time.monotonic(), total
@@ -360,6 +366,18 @@ class Drill:
                 sql.Identifier(LEDGER_SCHEMA))).fetchone()
         return int(row[0]) if row else 0
 
+    async def _retrying(self, read: Callable[[], T]) -> T:
+        """``read()`` in a thread, again after a database error until the limit (a
+        server just back may refuse a connection or two)."""
+        deadline = time.monotonic() + self.options.limit
+        while True:
+            try:
+                return await asyncio.to_thread(read)
+            except DATABASE_ERRORS:
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
     def _require_postgres(self) -> EmbeddedPostgres:
         assert self.postgres is not None
         return self.postgres
@@ -383,7 +401,7 @@ class Drill:
         number goes to ``after.hands``."""
         dealt: dict[str, float] = {}
         while len(dealt) < len(self.tables) and time.monotonic() - after.ended < limit:
-            with contextlib.suppress(psycopg.Error):
+            with contextlib.suppress(*DATABASE_ERRORS):
                 now = time.monotonic()
                 for table_id, hand_no in (await asyncio.to_thread(self._new_hands, after.marks)).items():
                     if table_id in self.tables and table_id not in dealt:
