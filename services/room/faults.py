@@ -70,7 +70,7 @@ class DrillOptions:
     pause_ms: int = 200          # between hands: the timer service ends the pause
     outage: float = 2.0          # seconds a server stays down
     limit: float = 30.0          # seconds recovery may take before the fault counts as failed (liveness)
-    stream_wait: float = 10.0    # seconds the stream may lag the stores before an event counts as lost
+    stream_wait: float = 20.0    # seconds the stream may lag the stores before an event counts as lost
     seed: int = 12
 
 
