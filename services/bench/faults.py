@@ -4,8 +4,8 @@ service, PostgreSQL and NATS stopped and started, each followed by the time unti
 table dealt a new hand and the service answered again, beside the same measure with no
 fault (what each row means: docs/design/resilience.md).
 
-    studroom bench faults [--tables N] [--bots-per-table B] [--pace MS] [--pause MS] [--outage S]
-                          [--limit S] [--only SERVICE|postgres|nats ...]
+    studroom bench faults [--tables N] [--bots-per-table B] [--instances I] [--stores S] [--pace MS]
+                          [--pause MS] [--outage S] [--limit S] [--only SERVICE|postgres|nats ...]
 """
 
 from __future__ import annotations
@@ -18,31 +18,44 @@ from pathlib import Path
 
 from ..room.faults import Drill, DrillOptions, report_table
 from ..runtime import process
+from ..runtime.arguments import (
+    float_range,
+    int_range,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from .room import MAX_BOTS_PER_TABLE
 
+FAULT_NAMES = ("table", "relay", "timer", "cashier", "lobby", "history", "ledger", "postgres", "nats")
 HELP = ("recovery time after kill -9 of each service and a PostgreSQL / NATS restart, "
         "under bot load, beside a baseline with no fault")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = DrillOptions()
-    parser.add_argument("--tables", type=int, default=defaults.tables, help="tables (default %(default)s)")
-    parser.add_argument("--bots-per-table", type=int, default=defaults.bots_per_table,
+    parser.add_argument("--tables", type=positive_int, default=defaults.tables, help="tables (default %(default)s)")
+    parser.add_argument("--bots-per-table", type=int_range(2, MAX_BOTS_PER_TABLE), default=defaults.bots_per_table,
                         help="bots at each table (default %(default)s)")
-    parser.add_argument("--pace", type=int, default=defaults.pace_ms, metavar="MS",
+    parser.add_argument("--instances", type=positive_int, default=defaults.instances,
+                        help="table-service processes (default %(default)s)")
+    parser.add_argument("--stores", type=positive_int, default=defaults.stores, help="event stores (default %(default)s)")
+    parser.add_argument("--pace", type=non_negative_int, default=defaults.pace_ms, metavar="MS",
                         help="bots think this long (default %(default)s)")
-    parser.add_argument("--pause", type=int, default=defaults.pause_ms, metavar="MS",
+    parser.add_argument("--pause", type=non_negative_int, default=defaults.pause_ms, metavar="MS",
                         help="pause between hands, ended by the timer service (default %(default)s)")
-    parser.add_argument("--outage", type=float, default=defaults.outage, metavar="S",
+    parser.add_argument("--outage", type=float_range(0.0), default=defaults.outage, metavar="S",
                         help="seconds a server stays down (default %(default)s)")
-    parser.add_argument("--limit", type=float, default=defaults.limit, metavar="S",
+    parser.add_argument("--limit", type=positive_float, default=defaults.limit, metavar="S",
                         help="seconds a recovery may take before it counts as failed (default %(default)s)")
-    parser.add_argument("--only", nargs="+", default=[], metavar="FAULT",
+    parser.add_argument("--only", nargs="+", default=[], metavar="FAULT", choices=FAULT_NAMES,
                         help="only these faults: services (table, relay, ...), postgres, nats")
 
 
 def run(args: argparse.Namespace) -> int:
     process.configure_logging("ERROR")      # the drill's connections lose NATS on purpose: no line each
-    options = DrillOptions(tables=args.tables, bots_per_table=args.bots_per_table, pace_ms=args.pace,
+    options = DrillOptions(tables=args.tables, bots_per_table=args.bots_per_table, instances=args.instances,
+                           stores=args.stores, pace_ms=args.pace,
                            pause_ms=args.pause, outage=args.outage, limit=args.limit)
     folder = Path(tempfile.mkdtemp(prefix="studroom-bench-faults-"))
     try:
