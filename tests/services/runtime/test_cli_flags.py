@@ -34,6 +34,7 @@ BAD = [
     "lobby --for -1", "watch t01 --for 0",
     "bench room --seconds 0", "bench room --bots-per-table 9", "bench table --stores 0",
     "bench timer --timers 0", "bench domain --seconds -2", "bench ledger --events 0",
+    "bench faults --tables 0", "bench faults --outage -1", "bench faults --only everything",
     "nonsense",
 ]
 
