@@ -59,13 +59,17 @@ class Consistency:
             for table_id in self.tables:
                 store = stores[store_of_table(table_id, len(stores))]
                 events = self.stored[table_id]
-                for event in store.load(table_id, after_version=len(events)):
-                    events.append(event)
-                    self.chips[table_id].add(event)
+                self.learn(table_id, store.load(table_id, after_version=len(events)))
         finally:
             for store in stores:
                 store.close()
-        self._compare()
+        self.compare()
+
+    def learn(self, table_id: str, events: Sequence[Event]) -> None:
+        """Events the store holds after those known (in order)."""
+        for event in events:
+            self.stored[table_id].append(event)
+            self.chips[table_id].add(event)
 
     def stored_versions(self) -> dict[str, int]:
         return {t: len(events) for t, events in self.stored.items()}
@@ -94,15 +98,17 @@ class Consistency:
                         msgs = await sub.fetch(min(pending, FETCH), timeout=timeout)
                         pending -= len(msgs)
                         for msg in msgs:
-                            self._take(msg)
+                            self.take(msg)
                 finally:
                     await sub.unsubscribe()
         finally:
             with contextlib.suppress(Exception):
                 await js.delete_consumer(subjects.PUBLIC_STREAM, name)
-        self._compare()
+        self.compare()
 
-    def _take(self, msg: Any) -> None:
+    def take(self, msg: Any) -> None:
+        """One stream message (a nats-py JetStream message): its version must follow the
+        table's last one."""
         self.stream_seq = max(self.stream_seq, msg.metadata.sequence.stream)
         table_id = msg.subject.rsplit(".", 1)[1]
         if table_id not in self.published:
@@ -122,7 +128,7 @@ class Consistency:
         self.published[table_id] = version
         self.unchecked[table_id].append((version, msg.data))
 
-    def _compare(self) -> None:
+    def compare(self) -> None:
         """Each stream message read whose stored event is known: its public view?"""
         for table_id, waiting in self.unchecked.items():
             stored = self.stored[table_id]
