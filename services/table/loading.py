@@ -47,7 +47,7 @@ def _rebuilt(store: EventStore, table_id: str, latest: Latest) -> Loaded:
         return Loaded(Table.replay(latest.events), len(latest.events))
     try:
         table = snapshot.restore(kept.state)
-    except (msgspec.DecodeError, msgspec.ValidationError, KeyError, TypeError, ValueError):
+    except (msgspec.DecodeError, msgspec.ValidationError, AttributeError, KeyError, TypeError, ValueError):
         log.warning("the snapshot of table %s at version %d does not restore: replaying its events",
                     table_id, kept.version, exc_info=True)
     else:
