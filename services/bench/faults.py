@@ -5,7 +5,7 @@ table dealt a new hand and the service answered again, beside the same measure w
 fault (what each row means: docs/design/resilience.md).
 
     studroom bench faults [--tables N] [--bots-per-table B] [--instances I] [--stores S] [--pace MS]
-                          [--pause MS] [--outage S] [--limit S] [--only SERVICE|postgres|nats ...]
+                          [--pause MS] [--outage S] [--limit S] [--rounds N] [--only FAULT ...]
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a server stays down (default %(default)s)")
     parser.add_argument("--limit", type=positive_float, default=defaults.limit, metavar="S",
                         help="seconds a recovery may take before it counts as failed (default %(default)s)")
+    parser.add_argument("--rounds", type=positive_int, default=defaults.rounds,
+                        help="inject the faults this many times, one round after another (default %(default)s)")
     parser.add_argument("--only", nargs="+", default=[], metavar="FAULT", choices=FAULT_NAMES,
                         help="only these faults: services (table, relay, ...), postgres, nats")
 
@@ -56,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     process.configure_logging("ERROR")      # the drill's connections lose NATS on purpose: no line each
     options = DrillOptions(tables=args.tables, bots_per_table=args.bots_per_table, instances=args.instances,
                            stores=args.stores, pace_ms=args.pace,
-                           pause_ms=args.pause, outage=args.outage, limit=args.limit)
+                           pause_ms=args.pause, outage=args.outage, limit=args.limit,
+                           rounds=args.rounds)
     folder = Path(tempfile.mkdtemp(prefix="studroom-bench-faults-"))
     try:
         report = Drill(folder, options, say=lambda text: print(text, flush=True)).run(args.only)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ class DrillOptions:
     pause_ms: int = 200          # between hands: the timer service ends the pause
     outage: float = 2.0          # seconds a server stays down
     limit: float = 30.0          # seconds recovery may take before the fault counts as failed (liveness)
+    rounds: int = 1              # the faults, one after another, this many times
     stream_wait: float = 20.0    # seconds the stream may lag the stores before an event counts as lost
     seed: int = 12
 
@@ -89,6 +91,7 @@ class Outcome:
     dealing: float | None = None       # ... until every table dealt a new hand
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    round: int = 1
 
     @property
     def ok(self) -> bool:
@@ -217,11 +220,12 @@ class Drill:
             await room.start()
             await self._dealing(After(time.monotonic(), await self._retrying(self._marks), 0), 60.0)
             self.say(f"  the room plays ({time.monotonic() - started:.1f} s to open, seat and deal)")
-            outcomes.append(await self._measure(Fault("baseline (no fault)", BASELINE), services))
-            for fault in faults:
-                self.say(f"  {fault.name} ...")
-                outcomes.append(await self._measure(fault, services))
-                self.say("    " + _line(outcomes[-1]))
+            for round_no in range(1, options.rounds + 1):
+                for fault in [Fault("baseline (no fault)", BASELINE), *faults]:
+                    self.say(f"  {fault.name} ...")
+                    outcomes.append(await self._measure(fault, services))
+                    outcomes[-1].round = round_no
+                    self.say("    " + _line(outcomes[-1]))
             outcomes.append(await self._final(room))
         finally:
             supervising.cancel()
@@ -242,13 +246,14 @@ class Drill:
         seen_problems = len(self.consistency.problems)
         running = {name: _pid_of(services, name) for name, _ in services.commands()}
         killed: int | None = None
+        target = fault.target
         if fault.kind == KILL:
             if fault.service == "table":
-                fault = await self._busiest_table_service(services, fault)
-                outcome.fault = fault
-            killed = _pid_of(services, fault.target)
+                target, serving = await self._busiest_table_service(services, target)
+                outcome.notes.append(f"killed {target}, serving {', '.join(serving) or 'no table'}")
+            killed = _pid_of(services, target)
             if killed is None:
-                outcome.problems.append(f"{fault.target} was not running")
+                outcome.problems.append(f"{target} was not running")
             else:
                 os.killpg(killed, signal.SIGKILL)
         elif fault.kind == SERVER:
@@ -271,29 +276,27 @@ class Drill:
         if outcome.dealing is not None and all(at is not None for at in back.values()):
             outcome.recovery = max([outcome.dealing, *(at - ended for at in back.values() if at is not None)])
         restarted = sorted(name for name, pid in running.items()
-                           if name != fault.target and _pid_of(services, name) != pid)
+                           if name != target and _pid_of(services, name) != pid)
         if restarted:
             outcome.notes.append(f"started again during the fault: {', '.join(restarted)}")
         await self._consistent(outcome, seen_problems)
         return outcome
 
-    async def _busiest_table_service(self, services: Services, fault: Fault) -> Fault:
+    async def _busiest_table_service(self, services: Services, first: str) -> tuple[str, list[str]]:
         """The table-service instance that serves most of the drill's tables now (by
-        their partitions' leases): killing it stops tables."""
+        their partitions' leases; killing it stops tables), and those tables."""
         try:
             owners = await lease_owners(self.js)
         except Exception:  # noqa: BLE001 (a slow answer: the first instance then)
-            return fault
+            return first, []
         serving: dict[str, list[str]] = {}
         for table_id in self.tables:
             serving.setdefault(owners.get(partition_of(table_id), ""), []).append(table_id)
+        busiest = max(serving, key=lambda i: len(serving[i]))
         for name, command in services.commands():
-            instance = command[command.index("--instance-id") + 1] if "--instance-id" in command else None
-            if command[len(SERVE)] == "table" and instance in serving:
-                busiest = max(serving, key=lambda i: len(serving[i]))
-                if instance == busiest:
-                    return Fault(f"kill -9 table ({name}: {', '.join(serving[instance])})", KILL, name, "table")
-        return fault
+            if command[len(SERVE)] == "table" and command[command.index("--instance-id") + 1] == busiest:
+                return name, serving[busiest]
+        return first, []
 
     def _server(self, name: str) -> ServerProcess:
         server = self.postgres if name == "postgres" else self.nats
@@ -333,7 +336,7 @@ class Drill:
 
     async def _final(self, room: Room) -> Outcome:
         """The bots stop; every stored event is on the stream exactly once."""
-        outcome = Outcome(Fault("after all faults: stores == stream, chips", BASELINE))
+        outcome = Outcome(Fault("after all faults: stores == stream, chips", BASELINE), round=0)
         seen_problems = len(self.consistency.problems)
         for bot in room.bots:
             bot.pause()
@@ -483,18 +486,41 @@ def _line(outcome: Outcome) -> str:
     return f"recovery {took}: " + ("ok" if outcome.ok else "FAILED: " + "; ".join(outcome.problems))
 
 
+def _rounds_table(outcomes: list[Outcome], width: int) -> list[str]:
+    """Each fault over the rounds: the median and the longest recovery, failures."""
+    lines = [f"{'over the rounds':<{width}}  {'median s':>10}  {'max s':>11}  failed",
+             "-" * (width + 36)]
+    by_name: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        if o.round:
+            by_name.setdefault(o.fault.name, []).append(o)
+    for name, runs in by_name.items():
+        took = [o.recovery for o in runs if o.recovery is not None]
+        median = f"{statistics.median(took):.2f}" if took else "-"
+        longest = f"{max(took):.2f}" if took else "-"
+        lines.append(f"{name:<{width}}  {median:>10}  {longest:>11}  {sum(not o.ok for o in runs)} of {len(runs)}")
+    return lines
+
+
 def report_table(report: DrillReport) -> str:
     """The recovery time of each fault, beside the baseline (for the README)."""
-    width = max(len(o.fault.name) for o in report.outcomes)
+    rounds = any(o.round > 1 for o in report.outcomes)
+
+    def name(o: Outcome) -> str:
+        return o.fault.name + (f" #{o.round}" if rounds and o.round else "")
+
+    width = max(len(name(o)) for o in report.outcomes)
     lines = [f"{'fault':<{width}}  {'recovery s':>10}  {'new hands s':>11}  result",
              "-" * (width + 36)]
     for o in report.outcomes:
         recovery = "-" if o.recovery is None else f"{o.recovery:.2f}"
         dealing = "-" if o.dealing is None else f"{o.dealing:.2f}"
-        lines.append(f"{o.fault.name:<{width}}  {recovery:>10}  {dealing:>11}  "
+        lines.append(f"{name(o):<{width}}  {recovery:>10}  {dealing:>11}  "
                      + ("ok" if o.ok else "FAILED"))
         lines += [f"    problem: {p}" for p in o.problems[:8]]
         lines += [f"    note: {n}" for n in o.notes]
+    if rounds:
+        lines += ["", *_rounds_table(report.outcomes, width)]
     lines.append("")
     lines.append(f"events stored {report.events}, on the public stream {report.published}, "
                  f"lost {max(report.events - report.published, 0)}, duplicated {report.duplicates}; "
