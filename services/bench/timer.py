@@ -316,6 +316,15 @@ def nats_server_version() -> str:
         return "?"
 
 
+def cpu_pressure() -> str:
+    """The kernel's CPU pressure, ``some avg10`` (how loaded the machine is), or "?"."""
+    try:
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return next(f"{f.split('=')[1]}%" for f in line.split() if f.startswith("avg10="))
+    except (OSError, IndexError, StopIteration):
+        return "?"
+
+
 HELP = "timeouts/s and lateness with N concurrent deadlines, beside bare JetStream and request/reply"
 
 
@@ -341,8 +350,10 @@ def run(args: argparse.Namespace) -> int:
             url, where = server.url, f"embedded nats-server {nats_server_version()} (file store, R1)"
         else:
             url, where = settings.nats_url, "NATS from STUDROOM_NATS_URL"
+        pressure = cpu_pressure()
         with FakeTable(url):
             rows = asyncio.run(measure(url, timers, lead))
+        pressure = f"{pressure} before, {cpu_pressure()} after"
     finally:
         if server is not None:
             server.stop()
@@ -351,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
     header = (f"studroom bench timer: {timers} concurrent deadlines, {where}, one timer-service "
               f"instance (one Python process).\nThe table is a FAKE responder (a process of its own) "
               f"that answers ok at once: these figures measure the timer path itself, not the table "
-              f"service.")
+              f"service.\nCPU pressure (share of the last 10 s some task waited for a CPU; other "
+              f"processes count): {pressure}.")
     print(render(rows, header))
     return 0
