@@ -26,7 +26,8 @@ from .metrics import timer_metrics
 if TYPE_CHECKING:
     from .service import TimerStats
 
-HELP = "the timer service: times out turns at their deadline (JetStream message schedules)"
+HELP = ("the timer service: ends turns and pauses between hands at their deadline (a local wheel; "
+        "JetStream message schedules as the durable backstop)")
 
 log = logging.getLogger("studroom.timer")
 
