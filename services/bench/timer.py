@@ -283,7 +283,7 @@ async def measure(nats_url: str, timers: int, lead: float) -> list[Row]:
                                              subjects=[subjects.all_public_events()],
                                              storage=StorageType.FILE))
         rows = [await baseline_jetstream(nc, timers), await baseline_request_reply(nc, timers)]
-        service_nc = await nats.connect(nats_url, name="studroom-bench-timer-service", no_echo=True)
+        service_nc = await nats.connect(nats_url, name="studroom-bench-timer-service")
         service = TimerService(service_nc, instance_id="bench", max_inflight=1024)
         await service.setup()
         stop = asyncio.Event()

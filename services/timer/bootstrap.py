@@ -106,7 +106,7 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
         log.debug("NATS: %r", e)
 
     nc = await process.connect(url, f"studroom-timer-{instance_id or os.getpid()}", creds=creds,
-                               reconnect_time_wait=0.25, no_echo=True, reconnected_cb=reconnected,
+                               reconnect_time_wait=0.25, reconnected_cb=reconnected,
                                disconnected_cb=disconnected, error_cb=error)
     try:
         await preflight(nc, sender=("service", SENDER))
