@@ -12,12 +12,11 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-
 from studroom.domain.events import Event, TableEvent
 
 from .codec import register_event_types
-from .postgres import PostgresEventStore
 from .layout import STORE_SCHEMA_PREFIX, store_of_table, store_schema
+from .postgres import PostgresEventStore
 
 
 def stores_found(database_url: str, prefix: str = STORE_SCHEMA_PREFIX) -> list[int]:

@@ -8,7 +8,15 @@ import random
 
 import pytest
 from studroom.domain import snapshot
-from studroom.domain.commands import BuyIn, Command, OpenTable, PostAnte, Show, SitDown, SitOut
+from studroom.domain.commands import (
+    BuyIn,
+    Command,
+    OpenTable,
+    PostAnte,
+    Show,
+    SitDown,
+    SitOut,
+)
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.errors import MUST_SHOW
 from studroom.domain.simulate import choose
@@ -108,7 +116,7 @@ def test_the_uncached_tables_of_a_batch_load_in_one_read() -> None:
     class Counting(InMemoryEventStore):
         reads = 0
 
-        def load_latest(self, stream_ids, format):  # noqa: A002, ANN001, ANN202
+        def load_latest(self, stream_ids, format):
             self.reads += 1
             return super().load_latest(stream_ids, format)
 
