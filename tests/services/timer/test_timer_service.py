@@ -173,21 +173,25 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
         proc = spawn_timer(stack, log_path, "it-kill-1")
         try:
             for table_id in ids:
-                await drivers.open(table_id, config(seconds=2))
+                await drivers.open(table_id, config(seconds=3))
             # Wait until every table waits on its sleeper and the timer holds his schedule.
             armed = await armed_deadlines(js, drivers, ids)
             assert len(armed) == len(ids), f"only {len(armed)} tables armed; log {log_path}"
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
-            # Every armed deadline passes while no timer service runs.
+            killed_ms = time.time() * 1000
+            # A deadline within half a second of the kill may have been met by the dying
+            # instance (its wheel fires on time); every later one passes while no timer runs.
+            later = [t for t in ids if armed[t] > killed_ms + 500]
+            assert len(later) >= len(ids) // 2, f"the kill came too late to test: {armed}, {killed_ms}"
             await asyncio.sleep(max(armed.values()) / 1000 - time.time() + 0.5)
-            for table_id in ids:
+            for table_id in later:
                 assert not any(isinstance(e, TimedOut) for _, e in drivers.seen[table_id]), (
                     f"{table_id} timed out while no timer service ran")
             restarted_ms = time.time() * 1000
             proc = spawn_timer(stack, log_path, "it-kill-2")
             await drivers.wait_ended(ids, timeout=45)
-            for table_id in ids:     # (how soon depends on the new process's start-up: not asserted)
+            for table_id in later:   # (how soon depends on the new process's start-up: not asserted)
                 first = min(at for at, e in drivers.seen[table_id] if isinstance(e, TimedOut))
                 assert first > restarted_ms, f"{table_id}: timed out before the restart"
         finally:
