@@ -33,7 +33,7 @@ from timer_stack import STAKES, Drivers, Stack, config, spawn_timer, watched
 
 pytestmark = pytest.mark.integration
 
-PAUSE_MS = 800
+PAUSE_MS = 1500
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +113,7 @@ def test_R5_the_pause_between_hands_survives_the_death_of_the_timer_instance(sta
             assert await armed(js, table_id, pause.turn), f"pause not scheduled; log {log_path}"
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+            assert time.time() * 1000 < pause.deadline_ms, "the kill came after the pause: raise PAUSE_MS"
             await asyncio.sleep(max(pause.deadline_ms / 1000 - time.time(), 0) + 0.5)
             assert Table.replay(stack.events(table_id)).hand is None      # nobody else starts it
             # A new instance: the durable schedule (overdue) ends the pause, the hand starts.
