@@ -70,7 +70,8 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         observer.ready(lambda: {"ready": relay.connected.is_set(), "stores": len(relay.stores)})
 
     relay = await serve_relay(settings, store_schemas=args.schema or store_schemas(args.stores),
-                              stop=stop, config=relay_config(args), on_ready=ready)
+                              stop=stop, config=relay_config(args), on_ready=ready,
+                              layout=None if args.schema else args.stores)
     for name, stats in relay.stats().items():
         log.info("relay stops", extra=fields(store=name, **asdict(stats)))
 
@@ -82,13 +83,16 @@ async def serve_relay(
     stop: asyncio.Event | None = None,
     config: RelayConfig | None = None,
     on_ready: Callable[[Relay], None] | None = None,
+    layout: int | None = None,
 ) -> Relay:
     """Relay the stores in ``store_schemas`` (one PostgreSQL schema each) until
     ``stop`` is set (or the task is cancelled), as the service "relay". Returns the
-    relay (its stats)."""
+    relay (its stats). ``layout``: the number of stores the installation must have
+    recorded (``--stores``; None when the schemas were named one by one)."""
     from ..runtime.credentials import credentials
     from ..runtime.preflight import preflight_url
     from ..runtime.servers import servers
+    from ..store.layout import check_recorded_layout
     from .relay import Relay
     from .store_relay import StoreRelay
 
@@ -104,6 +108,8 @@ async def serve_relay(
         else:
             nats_url, database_url = settings.nats_url, settings.database_url
         await preflight_url(nats_url, credentials(settings, "service", "relay"), "relay")
+        if layout is not None:
+            await asyncio.to_thread(check_recorded_layout, database_url, layout)
         stores: list[PostgresEventStore] = []
         try:
             for schema in store_schemas:
