@@ -39,8 +39,8 @@ from ..runtime.servers import servers
 from ..runtime.settings import Settings
 from ..runtime.stats import percentile
 from ..runtime.supervisor import Services, child_env
-from ..store.inspect import events_stored, load_tables, store_layout_problem
-from ..store.layout import store_schemas
+from ..store.inspect import events_stored, load_tables
+from ..store.layout import LayoutMismatch, check_recorded_layout, store_schemas
 from .bots import FLOOR, SPECTATOR, Room
 from .plans import TablePlan, plan_tables, table_ids
 from .progress import ActionRate, Progress, status_line
@@ -111,9 +111,10 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
     with servers(settings) as (nats_url, database_url):
         say(f"studroom room: NATS {masked_url(nats_url)}, PostgreSQL {masked_url(database_url)}, "
             f"data {settings.data_dir}")
-        problem = store_layout_problem(database_url, options.stores)
-        if problem:
-            say(f"studroom room: {problem}")
+        try:
+            check_recorded_layout(database_url, options.stores)
+        except LayoutMismatch as refused:
+            say(f"studroom room: {refused}")
             return 2
         existing = load_tables(database_url, schemas, only=ids)
         before = events_stored(database_url, schemas)
