@@ -14,6 +14,7 @@ import os
 import signal
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,6 +164,7 @@ class Drill:
         self.tables = table_ids(options.tables, prefix="f")
         self.postgres: EmbeddedPostgres | None = None
         self.nats: EmbeddedNats | None = None
+        self.kills: Counter[str] = Counter()        # child -> times the drill killed it
 
     # ------------------------------------------------------------------ the run
 
@@ -226,7 +228,7 @@ class Drill:
                     outcomes.append(await self._measure(fault, services))
                     outcomes[-1].round = round_no
                     self.say("    " + _line(outcomes[-1]))
-            outcomes.append(await self._final(room))
+            outcomes.append(await self._final(room, services))
         finally:
             supervising.cancel()
             await room.stop()
@@ -256,6 +258,7 @@ class Drill:
                 outcome.problems.append(f"{target} was not running")
             else:
                 os.killpg(killed, signal.SIGKILL)
+                self.kills[target] += 1
         elif fault.kind == SERVER:
             problem = await asyncio.to_thread(self._stop_start, self._server(fault.target), fault.service)
             if problem:
@@ -334,9 +337,14 @@ class Drill:
         c.problems += chips
         outcome.problems += chips
 
-    async def _final(self, room: Room) -> Outcome:
-        """The bots stop; every stored event is on the stream exactly once."""
+    async def _final(self, room: Room, services: Services) -> Outcome:
+        """No child died but those killed; the bots stop; every stored event is on the
+        stream exactly once."""
         outcome = Outcome(Fault("after all faults: stores == stream, chips", BASELINE), round=0)
+        for name, restarts in sorted(services.restarts().items()):
+            if restarts > self.kills[name]:
+                outcome.problems.append(f"{name} died {restarts - self.kills[name]} time(s) unkilled "
+                                        f"(started again {restarts} times, killed {self.kills[name]})")
         seen_problems = len(self.consistency.problems)
         for bot in room.bots:
             bot.pause()
