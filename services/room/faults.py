@@ -55,7 +55,7 @@ SERVER = "server"
 STOP, CRASH = "stop", "kill -9"           # how a server goes down: a clean stop, or SIGKILL
 PROBE = "drill"            # the drill's operator identity: asks the cashier, lobby and history
 AUDITOR = "projections"    # the service identity the drill reads the public stream as
-ANSWERING = ("cashier", "lobby", "history", "ledger")     # services with a probe of their own
+PROBED = ("cashier", "lobby", "history", "ledger")     # services with a probe of their own
 
 Say = Callable[[str], Any]
 T = TypeVar("T")
@@ -82,7 +82,8 @@ class Fault:
     name: str          # as the report prints it
     kind: str          # BASELINE, KILL or SERVER
     target: str = ""   # the child process killed, or "postgres" / "nats"
-    service: str = ""  # what the killed child serves (table, relay, ...); a server: STOP or CRASH
+    service: str = ""  # what the killed child serves (table, relay, ...)
+    how: str = ""      # how a server goes down: STOP or CRASH
 
 
 @dataclass
@@ -133,8 +134,8 @@ def faults_of(services: Services) -> list[Fault]:
             seen.add(service)
             out.append(Fault(f"kill -9 {service}", KILL, name, service))
     for server in ("postgres", "nats"):
-        out.append(Fault(f"{server} stop/start", SERVER, server, STOP))
-        out.append(Fault(f"{server} kill -9/start", SERVER, server, CRASH))
+        out.append(Fault(f"{server} stop/start", SERVER, server, how=STOP))
+        out.append(Fault(f"{server} kill -9/start", SERVER, server, how=CRASH))
     return out
 
 
@@ -260,7 +261,7 @@ class Drill:
                 os.killpg(killed, signal.SIGKILL)
                 self.kills[target] += 1
         elif fault.kind == SERVER:
-            problem = await asyncio.to_thread(self._stop_start, self._server(fault.target), fault.service)
+            problem = await asyncio.to_thread(self._stop_start, self._server(fault.target), fault.how)
             if problem:
                 outcome.problems.append(problem)
         ended = time.monotonic()
@@ -430,11 +431,11 @@ class Drill:
         checks: dict[str, Any] = {}
         if fault.kind == KILL:
             checks[f"{fault.target} (started again)"] = self._restarted(services, fault.target, killed)
-            if fault.service in ANSWERING:
+            if fault.service in PROBED:
                 checks[f"{fault.service} (following)"] = self._following(fault.service, after)
         else:
             checks["every service (running)"] = self._all_running(services)
-            checks |= {f"{s} (following)": self._following(s, after) for s in ANSWERING}
+            checks |= {f"{s} (following)": self._following(s, after) for s in PROBED}
         names = list(checks)
         results = await asyncio.gather(*(self._until(check, deadline) for check in checks.values()))
         return dict(zip(names, results))

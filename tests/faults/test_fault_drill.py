@@ -35,7 +35,7 @@ def test_the_room_recovers_from_each_fault_losing_and_doubling_nothing(private_d
     services = {o.fault.service for o in report.outcomes if o.fault.kind == KILL}
     assert {KILL, SERVER} <= kinds
     assert services == {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"}
-    servers = {(o.fault.target, o.fault.service) for o in report.outcomes if o.fault.kind == SERVER}
+    servers = {(o.fault.target, o.fault.how) for o in report.outcomes if o.fault.kind == SERVER}
     assert servers == {(s, how) for s in ("postgres", "nats") for how in (STOP, CRASH)}
     assert report.events > 0 and report.hands > 0
     failed = "\n".join(f"{o.fault.name}: " + "; ".join(o.problems) for o in report.failures)
