@@ -35,18 +35,23 @@ from ..auth.authority import Authority, room_authority
 from ..runtime import process
 from ..runtime.arguments import one_line
 from ..runtime.credentials import masked_url
+from ..runtime.preflight import preflight_url
 from ..runtime.servers import servers
 from ..runtime.settings import Settings
 from ..runtime.stats import percentile
 from ..runtime.supervisor import Services, child_env
 from ..store.inspect import events_stored, load_tables
 from ..store.layout import LayoutMismatch, check_recorded_layout, store_schemas
+from ..wire.declared import Refused
 from .bots import FLOOR, SPECTATOR, Room
 from .plans import TablePlan, plan_tables, table_ids
 from .progress import ActionRate, Progress, status_line
 
 Say = Callable[[str], Any]
 SUPERVISE_EVERY = 0.25      # seconds between two looks for dead services
+# Opening the tables may take --for, but at least this long: the services' start on a
+# loaded machine (a NATS that cannot serve the room is refused at once by the preflight).
+OPENING_AT_LEAST = 30.0
 
 
 @dataclass
@@ -132,6 +137,12 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         issued = issue_credentials(authority, plans, services)
         say(f"credentials: {issued} identities in {authority.creds_dir} (services, operator "
             f"{FLOOR!r}, spectator {SPECTATOR!r}, a player for each bot)")
+        try:
+            asyncio.run(preflight_url(nats_url, authority.creds_path("service", "table"), "room",
+                                      sender=("service", "table")))
+        except Refused as refused:
+            say(f"studroom room: {refused}")
+            return 2
         services.start()
         problems: list[str] = []
         result: RoomResult | None = None
@@ -172,9 +183,9 @@ async def _play_until_signal(nats_url: str, authority: Authority, plans: Sequenc
 
 async def play(nats_url: str, authority: Authority, plans: Sequence[TablePlan], *,
                seconds: float | None, pace_ms: int, stop: asyncio.Event, progress: Progress,
-               services: Services) -> RoomResult:
+               services: Services, opening_at_least: float = OPENING_AT_LEAST) -> RoomResult:
     """Seat the bots and let them play until ``stop`` or for ``seconds``, showing
-    progress; opening the tables may take ``seconds`` at most too.  The services that
+    progress; opening the tables may take ``seconds`` (at least ``opening_at_least``) too.  The services that
     die are started again meanwhile."""
     room = Room(nats_url, plans, authority=authority, pace_ms=pace_ms)
     stats = room.stats
@@ -182,7 +193,8 @@ async def play(nats_url: str, authority: Authority, plans: Sequence[TablePlan], 
     started = time.monotonic()
     not_played: str | None = "stopped"
     try:
-        not_played = await _start(room, stop, None if seconds is None else started + seconds, seconds)
+        opening = None if seconds is None else max(seconds, opening_at_least)
+        not_played = await _start(room, stop, None if opening is None else started + opening, opening)
         started = time.monotonic()
         end = None if seconds is None else started + seconds
         base_actions = stats.actions
@@ -238,7 +250,7 @@ async def _start(room: Room, stop: asyncio.Event, end: float | None, seconds: fl
     opened = f"{room.opened} of {len(room.plans)} tables open"
     if stop.is_set():
         return f"stopped before the tables were open ({opened})"
-    return f"the tables were not open within --for {seconds:g} s ({opened})"
+    return f"the tables were not open within {seconds:g} s ({opened})"
 
 
 @contextlib.contextmanager

@@ -25,9 +25,9 @@ def _said(result: RoomResult | None, chips: ChipCheck, problems: list[str] | Non
 
 
 def test_no_tables_played_is_said_and_fails() -> None:
-    result = _result("the tables were not open within --for 5 s (0 of 2 tables open)")
+    result = _result("the tables were not open within 5 s (0 of 2 tables open)")
     said = _said(result, ChipCheck())
-    assert "no tables played: the tables were not open within --for 5 s" in said
+    assert "no tables played: the tables were not open within 5 s" in said
     assert "chips conserved" not in said and "nothing to check" in said
     assert "latency" not in said
     assert exit_code(result, ChipCheck(), []) == 1
