@@ -167,11 +167,13 @@ def _add_room_command(commands: argparse._SubParsersAction) -> None:
     room.set_defaults(run=_room)
 
 
-def _add_serve_commands(commands: argparse._SubParsersAction) -> None:
+def _add_serve_commands(commands: argparse._SubParsersAction, only: str | None = None) -> None:
     from .runtime import process
 
     serve = commands.add_parser("serve", help="run one service on its own").add_subparsers(dest="service", required=True)
     for name, path in SERVICES.items():
+        if only is not None and name != only:
+            continue
         module = importlib.import_module(path)
         parser = serve.add_parser(name, help=module.HELP, description=module.HELP)
         process.add_arguments(parser, module)  # type: ignore[arg-type]
@@ -193,9 +195,16 @@ def _add_tools(commands: argparse._SubParsersAction) -> None:
         importlib.import_module(path).add_commands(commands)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command tree; for ``serve <service> ...`` only that service's branch
+    (a service process starts without importing every other command: restarts are
+    quicker)."""
     parser = Parser(prog="studroom", description="Studroom: an online stud poker room.")
     commands = parser.add_subparsers(dest="command", required=True)
+    if argv is not None and len(argv) >= 2 and argv[0] == "serve" and argv[1] in SERVICES:
+        _add_serve_commands(commands, only=argv[1])
+        _add_debug_flags(parser)
+        return parser
     _add_hand_commands(commands)
     _add_room_command(commands)
     _add_serve_commands(commands)
@@ -204,10 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="write the JSON Schemas of events, commands, replies")
     schema.add_argument("dir", nargs="?", help="output folder (default: docs/schema)")
     schema.set_defaults(run=_schema)
+    _add_debug_flags(parser)
+    return parser
+
+
+def _add_debug_flags(parser: argparse.ArgumentParser) -> None:
     for command in _commands(parser):
         command.add_argument("--debug", action="store_true", help="show the traceback of an error")
         command.set_defaults(prog=command.prog)
-    return parser
 
 
 def _commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -222,7 +235,8 @@ def _commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentPars
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; an error is one line on stderr (``--debug``: its traceback)."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     # nats-py logs a traceback for every failed (re)connection; process.connect says it once
     logging.getLogger("nats").setLevel(logging.CRITICAL)
