@@ -68,7 +68,7 @@ pytestmark = pytest.mark.integration
 
 TABLES = 6
 BOTS_PER_TABLE = 4
-ENOUGH_HANDS = 150           # play until this many hands (at least 100 are asserted) ...
+ENOUGH_HANDS = 120           # play until this many hands (at least 100 are asserted) ...
 PLAY_AT_MOST = 60.0          # ... or this many seconds (a bound for a loaded machine)
 VERSION_HEADER = "Studroom-Version"
 
