@@ -95,19 +95,12 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
     service: TimerService | None = None
 
     async def reconnected() -> None:
-        log.info("reconnected to NATS")
+        # process.connect says the outage and its end; the open pull requests are lost
         if service is not None:
             service.reconnected()
 
-    async def disconnected() -> None:
-        log.info("disconnected from NATS")
-
-    async def error(e: Exception) -> None:
-        log.debug("NATS: %r", e)
-
     nc = await process.connect(url, f"studroom-timer-{instance_id or os.getpid()}", creds=creds,
-                               reconnect_time_wait=0.25, reconnected_cb=reconnected,
-                               disconnected_cb=disconnected, error_cb=error)
+                               reconnect_time_wait=0.25, reconnected_cb=reconnected)
     try:
         await preflight(nc, sender=("service", SENDER))
         service = TimerService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
