@@ -39,6 +39,7 @@ from ..runtime.embedded_nats import EmbeddedNats
 from ..runtime.embedded_postgres import EmbeddedPostgres
 from ..runtime.server_process import ServerProcess
 from ..runtime.supervisor import SERVE, Services, child_env
+from ..store.inspect import last_notification_ids
 from ..store.layout import store_schemas
 from ..store.postgres import DEFAULT_TABLE
 from ..table.partitions import lease_owners
@@ -367,9 +368,7 @@ class Drill:
     def _marks(self) -> dict[str, int]:
         """Each store's last notification id now."""
         with psycopg.connect(self._require_postgres().url, autocommit=True, connect_timeout=3) as conn:
-            return {s: conn.execute(sql.SQL("SELECT coalesce(max(notification_id), 0) FROM {}.{}").format(
-                sql.Identifier(s), sql.Identifier(DEFAULT_TABLE))).fetchone()[0]  # type: ignore[index]
-                for s in self._schemas()}
+            return last_notification_ids(conn, self._schemas())
 
     def _booked(self) -> int:
         """How far the ledger has booked (the sum of its positions in the stores)."""

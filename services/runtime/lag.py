@@ -15,16 +15,13 @@ def positions_lag(database_url: str, schema: str) -> dict[str, float]:
     import psycopg
     from psycopg import sql
 
-    from ..store.postgres import DEFAULT_TABLE
+    from ..store.inspect import last_notification_ids
 
-    out: dict[str, float] = {}
     with psycopg.connect(database_url, autocommit=True, connect_timeout=5) as conn:
         rows = conn.execute(sql.SQL("SELECT store, position FROM {}.positions").format(sql.Identifier(schema)))
-        for store, position in rows.fetchall():
-            top = conn.execute(sql.SQL("SELECT COALESCE(max(notification_id), 0) FROM {}.{}").format(
-                sql.Identifier(store), sql.Identifier(DEFAULT_TABLE))).fetchone()
-            out[store] = max(0, (top[0] if top else 0) - position)
-    return out
+        positions = dict(rows.fetchall())
+        tops = last_notification_ids(conn, positions)
+    return {store: max(0, tops[store] - position) for store, position in positions.items()}
 
 
 async def consumer_lag(nc: Any, stream: str, consumer: str) -> float:
