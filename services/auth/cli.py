@@ -53,6 +53,32 @@ def _service_creds(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tls(args: argparse.Namespace) -> int:
+    """A NATS server's TLS files from the room's CA (services/auth/tls.py): print their paths."""
+    from . import tls
+
+    ca_dir = Path(args.ca_dir) if args.ca_dir else _authority(args).folder / "tls"
+    try:
+        written = tls.write_server_files(ca_dir, Path(args.out), args.host, args.days)
+    except ValueError as e:
+        print(f"studroom auth tls: {e}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    return 0
+
+
+def _add_tls_command(what: argparse._SubParsersAction) -> None:
+    tls = what.add_parser("tls", help="make the room's CA (once) and a NATS server's certificate; print the paths")
+    tls.add_argument("--out", required=True, help="where the server's files go (e.g. /etc/nats/tls)")
+    tls.add_argument("--host", action="append", required=True,
+                     help="a DNS name or IP address clients and the other nodes reach it by (repeatable)")
+    tls.add_argument("--ca-dir", default=None, help="the CA's folder, private (default: tls/ in the Authority's)")
+    tls.add_argument("--days", type=int, default=365, help="the server certificate's life (default 365)")
+    tls.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
+    tls.set_defaults(run=_tls)
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     for role, who in (("player", "a player (his own seat only)"),
                       ("operator", "an operator (tables, live-dealer input, the cashier desk)")):
@@ -68,3 +94,4 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     for parser, run in ((config, _server_config), (creds, _service_creds)):
         parser.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
         parser.set_defaults(run=run)
+    _add_tls_command(what)
