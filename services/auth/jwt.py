@@ -49,8 +49,9 @@ def public_key(seed: bytes) -> str:
 
 
 def encode(issuer_seed: bytes, subject: str, name: str, nats: dict[str, Any],
-           *, issued_at: int | None = None) -> str:
-    """A JWT for ``subject`` (a public key) signed by ``issuer_seed``."""
+           *, issued_at: int | None = None, expires: int | None = None) -> str:
+    """A JWT for ``subject`` (a public key) signed by ``issuer_seed``; valid until
+    ``expires`` (unix seconds) if given, else for ever."""
     issuer = key_pair(issuer_seed)
     claims: dict[str, Any] = {
         "iat": int(time.time()) if issued_at is None else issued_at,
@@ -59,6 +60,8 @@ def encode(issuer_seed: bytes, subject: str, name: str, nats: dict[str, Any],
         "sub": subject,
         "nats": nats,
     }
+    if expires is not None:
+        claims["exp"] = expires
     claims["jti"] = base64.b32encode(hashlib.sha256(_json(claims)).digest()).decode().rstrip("=")
     signed = f"{_b64(_json(HEADER))}.{_b64(_json(claims))}"
     return f"{signed}.{_b64(issuer.sign(signed.encode()))}"
@@ -76,28 +79,36 @@ def operator_jwt(operator_seed: bytes, name: str, system_account: str) -> str:
 
 
 def account_jwt(operator_seed: bytes, account_seed: bytes, name: str, *, jetstream: bool,
-                mappings: dict[str, str] | None = None) -> str:
+                mappings: dict[str, str] | None = None, connections: int = -1,
+                revocations: dict[str, int] | None = None) -> str:
+    """An account of the operator: at most ``connections`` client connections (-1: no
+    limit); ``revocations`` maps a user's public key to the time before which (inclusive)
+    every JWT issued to that key is refused, and its connections are closed."""
     limits: dict[str, Any] = {**UNLIMITED, "imports": -1, "exports": -1, "wildcards": True,
-                              "conn": -1, "leaf": -1}
+                              "conn": connections, "leaf": -1}
     if jetstream:
         limits |= {"mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1}
     nats: dict[str, Any] = {"type": "account", "version": 2, "limits": limits}
     if mappings:
         nats["mappings"] = {source: [{"subject": destination, "weight": 100}]
                             for source, destination in mappings.items()}
+    if revocations:
+        nats["revocations"] = dict(revocations)
     return encode(operator_seed, public_key(account_seed), name, nats)
 
 
 def user_jwt(account_seed: bytes, user_seed: bytes, name: str, *,
-             publish: list[str], subscribe: list[str]) -> str:
+             publish: list[str], subscribe: list[str], limits: dict[str, int] | None = None,
+             expires: int | None = None) -> str:
     """A user of the account with exactly these publish and subscribe permissions
-    (an empty ``publish`` list: may publish nothing)."""
+    (an empty ``publish`` list: may publish nothing), these per-connection ``limits``
+    (``subs``, ``data``, ``payload``; default none) and valid until ``expires``."""
     nats: dict[str, Any] = {
-        "type": "user", "version": 2, **UNLIMITED,
+        "type": "user", "version": 2, **UNLIMITED, **(limits or {}),
         "pub": {"allow": publish} if publish else {"deny": [">"]},
         "sub": {"allow": subscribe} if subscribe else {"deny": [">"]},
     }
-    return encode(account_seed, public_key(user_seed), name, nats)
+    return encode(account_seed, public_key(user_seed), name, nats, expires=expires)
 
 
 def creds(user_token: str, user_seed: bytes) -> str:

@@ -261,6 +261,10 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
     settings.update(options)
     outage.client = client = Client()
     await client.connect(servers.split(","), name=name, **settings)
+    if creds is not None and settings.get("allow_reconnect", True):
+        from .credentials import follow
+
+        follow(client, Path(creds))     # reconnects with renewed credentials before they end
     return client
 
 
