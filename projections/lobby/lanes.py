@@ -3,14 +3,15 @@ the bucket with compare-and-set.
 
 Messages of a table wait in its lane while the previous batch is written; the next
 batch takes all of them (under load a write carries many events).  A batch starts from
-the entry as last written (or read from the bucket), applies what :func:`.ordering.place`
-says is next, and writes once, naming the revision it started from: if another
-instance wrote meanwhile, the write is refused, and the batch starts again from the
-bucket's value.  Only then are its messages acknowledged; those that must wait for a
-predecessor are asked for again later.  When the stream shows that the versions
-missing before an event are lost (a dead letter, a retention limit), or an event
-cannot be applied, the entry is rebuilt from the table's own view (``ViewTable``).
-Why: docs/design/lobby.md.
+the entry as last written (or read from the bucket, if it is the lobby's own:
+:mod:`.ownership`), applies what :func:`.ordering.place` says is next, and writes once,
+naming the revision it started from: if another instance wrote meanwhile, the write is
+refused, and the batch starts again from the bucket's value.  Only then are its
+messages acknowledged.  The versions missing before an event (a gap) are read back
+from the public stream (:mod:`.stream`); from no entry, that rebuilds the whole entry
+(the bucket's value was missing, or not the lobby's own).  When the stream lacks them
+too (a dead letter, a retention limit), or an event cannot be applied, the entry is
+rebuilt from the table's own view (``ViewTable``).  Why: docs/design/lobby.md.
 """
 
 from __future__ import annotations
@@ -25,17 +26,20 @@ import msgspec
 import nats.js.errors
 from studroom.domain.events import TableEvent
 from studroom.domain.views import TableView
-from studroom.services.wire import subjects
+from studroom.domain.names import is_name
 from studroom.services.wire.pull import retry_later
 
-from .entry import LobbyEntry, decode, encode
+from .entry import LobbyEntry, encode
 from .mirror import Mirror
 from .ordering import Place, place
+from .ownership import own_entry
 from .projection import NotOpened, apply, from_view
+from .stream import VERSION_HEADER, PublicStream, version_of
+
+__all__ = ["VERSION_HEADER", "Item", "LaneStats", "Lanes", "item_of"]
 
 log = logging.getLogger("studroom.lobby")
 
-VERSION_HEADER: Final = "Studroom-Version"      # the relay's header: the event's version
 ATTEMPTS: Final = 10                            # compare-and-set rounds lost before a redelivery
 
 _event_decoder = msgspec.json.Decoder(TableEvent)
@@ -59,11 +63,15 @@ class Item:
 class LaneStats:
     applied: int = 0           # events applied to an entry
     seen: int = 0              # redelivered or published twice: changed nothing
-    waited: int = 0            # asked for again: a predecessor was still on its way
+    waited: int = 0            # asked for again: the table's view was behind its stream
     writes: int = 0            # values written to the bucket
     conflicts: int = 0         # writes refused: another instance wrote first
     resyncs: int = 0           # entries rebuilt from the table's own view
     failed: int = 0            # batches given back for redelivery (NATS errors)
+    read_back: int = 0         # events read back from the public stream (after a gap)
+    rebuilt: int = 0           # entries rebuilt from the public stream (missing, or not the lobby's own)
+    foreign: int = 0           # values found in the bucket that were not the lobby's own
+    removed: int = 0           # of them, deleted: the stream has nothing of the table to rebuild from
 
 
 @dataclass
@@ -72,20 +80,22 @@ class Folded:
 
     entry: LobbyEntry | None
     done: list[Item] = field(default_factory=list)       # to acknowledge
-    waiting: list[Item] = field(default_factory=list)    # to ask for again
+    waiting: list[Item] = field(default_factory=list)    # to ask for again (the view was behind)
     changed: bool = False
 
 
 class Lanes:
     def __init__(self, js: Any, kv: Any, view_of: ViewOf, mirror: Mirror, stats: LaneStats | None = None) -> None:
-        self.js = js
+        self.stream = PublicStream(js)
         self.kv = kv
         self.view_of = view_of
         self.mirror = mirror
         self.stats = stats if stats is not None else LaneStats()
         self._queues: dict[str, list[Item]] = {}              # a table's lane is busy while here
         self._written: dict[str, tuple[LobbyEntry, int]] = {}  # per table: the entry as written, its revision
+        self._recheck: set[str] = set()                       # tables whose value the mirror found damaged
         self._tasks: set[asyncio.Task[None]] = set()
+        mirror.damaged = self.heal
 
     async def take(self, table_id: str, item: Item) -> None:
         """Put ``item`` in its table's lane; return when it is acknowledged or given back."""
@@ -94,14 +104,30 @@ class Lanes:
             queue.append(item)
         else:
             self._queues[table_id] = [item]
-            task = asyncio.create_task(self._drain(table_id))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._open(table_id)
         await item.done
+
+    def heal(self, table_id: str) -> None:
+        """Look at the table's value again with nothing new to apply (the mirror found it
+        deleted, purged or unreadable): rebuilt from the stream unless it is the lobby's
+        own, so that a table where nothing happens comes back too."""
+        if not is_name(table_id):
+            return                                    # no table's key: nothing to rebuild it from
+        self._written.pop(table_id, None)
+        self._recheck.add(table_id)
+        if table_id not in self._queues:
+            self._queues[table_id] = []
+            self._open(table_id)
+
+    def _open(self, table_id: str) -> None:
+        task = asyncio.create_task(self._drain(table_id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _drain(self, table_id: str) -> None:
         try:
-            while batch := self._queues[table_id]:
+            while (batch := self._queues[table_id]) or table_id in self._recheck:
+                self._recheck.discard(table_id)
                 self._queues[table_id] = []
                 try:
                     await self._settle(table_id, batch)
@@ -115,12 +141,16 @@ class Lanes:
         batch.sort(key=lambda item: item.seq)
         try:
             for _ in range(ATTEMPTS):
-                entry, revision = await self._current(table_id)
+                entry, revision, foreign = await self._current(table_id)
                 folded = await self._fold(table_id, entry, batch)
-                if not folded.changed:
+                if folded.changed:
+                    if not await self._write(table_id, folded.entry, revision):
+                        continue
+                elif foreign:
+                    if not await self._remove(table_id, revision):
+                        continue
+                else:
                     self._keep(table_id, entry, revision)
-                elif not await self._write(table_id, folded.entry, revision):
-                    continue
                 await self._answer(folded)
                 return
         except asyncio.CancelledError:
@@ -136,21 +166,23 @@ class Lanes:
         if entry is not None and revision is not None:
             self._written[table_id] = (entry, revision)
 
-    async def _current(self, table_id: str) -> tuple[LobbyEntry | None, int | None]:
-        """The entry as this instance last wrote it, else as the bucket has it (and its
-        revision: None when there is none)."""
+    async def _current(self, table_id: str) -> tuple[LobbyEntry | None, int | None, bool]:
+        """The entry as this instance last wrote it, else as the bucket has it if it is
+        the lobby's own; its revision (None: no value, or a delete or purge marker, which
+        ``create`` replaces); whether the bucket's value was not the lobby's own."""
         written = self._written.pop(table_id, None)
         if written is not None:
-            return written
+            return (*written, False)
         try:
             value = await self.kv.get(table_id)
-        except nats.js.errors.KeyNotFoundError:
-            return None, None
-        try:
-            return decode(value.value or b""), value.revision
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            log.warning("lobby value of %s is no entry: replaced", table_id)
-            return None, value.revision
+        except nats.js.errors.KeyNotFoundError:              # never written, deleted or purged
+            return None, None, False
+        entry, why = await own_entry(self.stream, table_id, value.value or b"")
+        if entry is None:
+            self.stats.foreign += 1
+            log.warning("lobby: the value of %s (revision %d) is not the lobby's own (%s): rebuilt from the "
+                        "public stream", table_id, value.revision, why)
+        return entry, value.revision, entry is None
 
     async def _write(self, table_id: str, entry: LobbyEntry | None, revision: int | None) -> bool:
         """Compare-and-set; False when another instance wrote since ``revision``."""
@@ -169,6 +201,19 @@ class Lanes:
         self.mirror.put(table_id, written, data)
         return True
 
+    async def _remove(self, table_id: str, revision: int | None) -> bool:
+        """Delete a value that is not the lobby's own when the stream has nothing of the
+        table to rebuild it from (a key of no table, or a table past the stream's
+        retention, whose next event takes the table's view); False as :meth:`_write`."""
+        try:
+            await self.kv.delete(table_id, last=revision)
+        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.BadRequestError):
+            self.stats.conflicts += 1
+            return False
+        self.stats.removed += 1
+        log.warning("lobby: the value of %s removed (no public message of it to rebuild it from)", table_id)
+        return True
+
     async def _answer(self, folded: Folded) -> None:
         for item in folded.done:
             await item.msg.ack()
@@ -177,21 +222,52 @@ class Lanes:
         self.stats.waited += len(folded.waiting)
 
     async def _fold(self, table_id: str, entry: LobbyEntry | None, batch: list[Item]) -> Folded:
-        """Apply what comes next of ``batch`` to ``entry`` (changed in place)."""
+        """Apply what comes next of ``batch`` to ``entry`` (changed in place); with no
+        batch (a heal), whatever the stream holds after the entry."""
         folded = Folded(entry)
+        if not batch:
+            await self._read_back(table_id, folded, None)
         for item in batch:
             if folded.waiting:                        # behind a gap: everything waits
                 folded.waiting.append(item)
                 continue
-            where = place(folded.entry.version if folded.entry is not None else 0, item.version)
+            if place(_version(folded.entry), item.version) is Place.GAP:
+                await self._read_back(table_id, folded, item.seq)
+            where = place(_version(folded.entry), item.version)
             if where is Place.SEEN:
                 self.stats.seen += 1
                 folded.done.append(item)
-            elif where is Place.NEXT or await self._lost_before(table_id, folded.entry, item):
-                await self._apply(table_id, folded, item, resync=where is Place.GAP)
             else:
-                folded.waiting.append(item)
+                await self._apply(table_id, folded, item, resync=where is Place.GAP)
         return folded
+
+    async def _read_back(self, table_id: str, folded: Folded, before: int | None) -> None:
+        """Apply the table's messages the stream holds after the entry's and before
+        sequence ``before`` (None: to its end): an event's predecessors after a gap, or,
+        from no entry, the whole table (a rebuild).  Stops where the stream lacks a
+        version (lost) or a message cannot be applied: what comes after takes the
+        table's own view."""
+        start, applied = folded.entry, 0
+        async for stored in self.stream.after(table_id, start.seq if start is not None else 0, before):
+            where = place(_version(folded.entry), stored.version)
+            if where is Place.SEEN:
+                continue
+            if where is Place.GAP:
+                break
+            try:
+                folded.entry = apply(folded.entry, _event_decoder.decode(stored.data), stored.version, stored.seq,
+                                     stored.at_ms)
+            except (msgspec.DecodeError, msgspec.ValidationError, NotOpened):
+                break
+            applied += 1
+        if not applied:
+            return
+        folded.changed = True
+        self.stats.read_back += applied
+        if start is None and folded.entry is not None:
+            self.stats.rebuilt += 1
+            log.warning("lobby: %s rebuilt from the public stream (%d events, to version %d)", table_id, applied,
+                        folded.entry.version)
 
     async def _apply(self, table_id: str, folded: Folded, item: Item, *, resync: bool) -> None:
         if not resync:
@@ -214,26 +290,6 @@ class Lanes:
         folded.done.append(item)
         folded.changed = True
 
-    async def _lost_before(self, table_id: str, entry: LobbyEntry | None, item: Item) -> bool:
-        """Are the versions missing before ``item`` lost for good?  Yes if no message of
-        the table between the entry's last one and ``item`` carries one of them."""
-        applied = entry.version if entry is not None else 0
-        seq = entry.seq + 1 if entry is not None else 1
-        subject = subjects.public_events(table_id)
-        while seq < item.seq:
-            try:
-                msg = await self.js.get_msg(subjects.PUBLIC_STREAM, seq=seq, subject=subject, next=True,
-                                            direct=True)
-            except nats.js.errors.NotFoundError:
-                return True
-            if msg.seq is None or msg.seq >= item.seq:
-                return True
-            version = _version(msg.headers)
-            if version is not None and applied < version < item.version:
-                return False
-            seq = msg.seq + 1
-        return True
-
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait for the lanes at work (what is not acknowledged comes again)."""
         if self._tasks:
@@ -246,14 +302,14 @@ def _release(items: list[Item]) -> None:
             item.done.set_result(None)
 
 
-def _version(headers: dict[str, str] | None) -> int | None:
-    text = (headers or {}).get(VERSION_HEADER, "")
-    return int(text) if text.isdigit() else None
+def _version(entry: LobbyEntry | None) -> int:
+    """The version an entry applied (0: no entry)."""
+    return entry.version if entry is not None else 0
 
 
 def item_of(msg: Any, at_ms: int) -> tuple[str, Item] | None:
     """The table and lane item of a public message; None when it says no version."""
-    version = _version(msg.headers)
+    version = version_of(msg.headers)
     if version is None:
         return None
     table_id = msg.subject.rsplit(".", 1)[-1]

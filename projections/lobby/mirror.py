@@ -2,6 +2,8 @@
 
 It watches the bucket (every instance's writes) and takes its own writes at once;
 per table it keeps the value of the highest revision, decoded when first asked for.
+A value deleted, purged or unreadable is reported to ``damaged`` (the lanes heal it:
+docs/design/lobby.md, "Healing").
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -23,17 +26,25 @@ class Mirror:
         self._values: dict[str, tuple[int, bytes]] = {}          # table -> (revision, value)
         self._decoded: dict[str, LobbyEntry] = {}
         self.ready = asyncio.Event()                              # the bucket's values are in
+        self.damaged: Callable[[str], None] | None = None        # told of a value deleted or unreadable
 
     def put(self, table_id: str, revision: int, value: bytes | None) -> None:
-        """A value of the bucket (None: deleted) unless a newer one is known."""
+        """A value of the bucket (None: deleted or purged) unless a newer one is known."""
         known = self._values.get(table_id)
         if known is not None and known[0] >= revision:
             return
         self._decoded.pop(table_id, None)
         if value is None:
             self._values.pop(table_id, None)
+            self._report(table_id)
         else:
             self._values[table_id] = (revision, value)
+            if not value.startswith(b'{"table_id":"%s"' % table_id.encode()):
+                self._report(table_id)      # no entry, or another table's (an entry's first field is its table)
+
+    def _report(self, table_id: str) -> None:
+        if self.damaged is not None:
+            self.damaged(table_id)
 
     def entries(self) -> list[LobbyEntry]:
         out = []
@@ -50,6 +61,7 @@ class Mirror:
                 entry = self._decoded[table_id] = decode(self._values[table_id][1])
             except (msgspec.DecodeError, msgspec.ValidationError):
                 log.warning("lobby value of %s is no entry: left out", table_id)
+                self._report(table_id)
                 return None
         return entry
 

@@ -2,12 +2,14 @@
 fake public stream, a table played in-process.  Each event counts once and in order:
 batches are written once, a redelivery changes nothing, a write refused because
 another instance wrote first is done again from the bucket's value, an event after a
-gap waits for its predecessor, and versions the stream lost are replaced by the
-table's own view."""
+gap takes its predecessors from the stream, versions the stream lost are replaced by
+the table's own view, and a value in the bucket that is missing or not the lobby's own
+is rebuilt from the stream."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import random
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -15,6 +17,7 @@ from typing import Any
 
 import msgspec
 import nats.js.errors
+import pytest
 from lobby_tables import T0, entry_of, played
 from studroom.domain import views
 from studroom.domain.commands import StartHand
@@ -48,7 +51,8 @@ class Msg:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {VERSION_HEADER: str(self.version)}
+        stored = datetime.datetime.fromtimestamp(stored_at(self.seq) / 1000, datetime.timezone.utc)
+        return {VERSION_HEADER: str(self.version), "Nats-Time-Stamp": stored.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
 
     @property
     def metadata(self) -> Any:
@@ -61,9 +65,14 @@ class Msg:
         self.naks.append(delay or 0.0)
 
 
+def stored_at(seq: int) -> int:
+    """When the stream stored message ``seq`` (ms)."""
+    return T0 + 1_000 * seq
+
+
 class Stream:
     """The public stream: every stored event's public copy, one message each (seq =
-    version unless told otherwise), and the direct get the lanes ask it."""
+    version unless told otherwise), and the direct gets the lanes ask it."""
 
     def __init__(self, events: list[Event], lost: set[int] = frozenset()) -> None:  # type: ignore[assignment]
         self.messages: dict[int, Msg] = {}
@@ -79,12 +88,16 @@ class Stream:
         m = self.messages[version]
         return Msg(m.version, m.seq, m.data)
 
-    async def get_msg(self, stream: str, seq: int, subject: str, next: bool, direct: bool) -> Any:
-        assert next and direct and stream == subjects.PUBLIC_STREAM
+    async def get_msg(self, stream: str, seq: int, subject: str | None = None, next: bool = False,
+                      direct: bool = False) -> Any:
+        assert direct and stream == subjects.PUBLIC_STREAM and next == (subject is not None)
         for m in sorted(self.messages.values(), key=lambda m: m.seq):
-            if m.seq >= seq and m.subject == subject:
-                return SimpleNamespace(seq=m.seq, headers=m.headers)
+            if (m.seq >= seq and m.subject == subject) if next else m.seq == seq:
+                return SimpleNamespace(seq=m.seq, subject=m.subject, headers=m.headers, data=m.data)
         raise nats.js.errors.NotFoundError
+
+    async def stream_info(self, stream: str) -> Any:
+        return SimpleNamespace(state=SimpleNamespace(first_seq=min(m.seq for m in self.messages.values())))
 
 
 class Bucket:
@@ -108,6 +121,10 @@ class Bucket:
 
     async def update(self, key: str, value: bytes, last: int) -> int:
         return self._write(key, value, last)
+
+    async def delete(self, key: str, last: int) -> None:
+        self._write(key, b"", last)
+        del self.values[key]
 
     def _write(self, key: str, value: bytes, last: int | None) -> int:
         if self.before_write is not None:
@@ -142,7 +159,7 @@ class Setup:
 
     async def deliver(self, msgs: list[Msg]) -> None:
         """Hand ``msgs`` to the lanes at once, as the pull loop does."""
-        items = [item_of(m, T0 + 1_000 * m.seq) for m in msgs]
+        items = [item_of(m, stored_at(m.seq)) for m in msgs]
         await asyncio.gather(*(self.lanes.take(*placed) for placed in items if placed is not None))
 
 
@@ -183,14 +200,15 @@ def test_a_write_refused_because_another_instance_wrote_first_is_done_again_from
     assert final.hands == sum(isinstance(e, HandEnded) for e in events)
 
 
-def test_an_event_after_a_gap_waits_for_its_predecessor_in_the_stream() -> None:
+def test_an_event_after_a_gap_takes_its_predecessor_from_the_stream() -> None:
     setup = Setup(played(hands=1))
     msgs = setup.stream.messages
     first = [msgs[v] for v in range(1, 11)]
     asyncio.run(setup.deliver(first))
-    early = setup.stream.fresh(12)                                # 11 is still on its way
+    early = setup.stream.fresh(12)                                # 11 is still on its way (or was lost here)
     asyncio.run(setup.deliver([early]))
-    assert not early.acked and early.naks and setup.bucket.entry().version == 10
+    assert early.acked and not early.naks and setup.bucket.entry().version == 12
+    assert setup.lanes.stats.read_back == 1
     rest = [setup.stream.fresh(v) for v in range(11, len(msgs) + 1)]
     asyncio.run(setup.deliver(rest))
     assert all(m.acked for m in rest)
@@ -231,3 +249,70 @@ def test_a_hand_that_runs_is_in_the_bucket_as_it_runs() -> None:
     asyncio.run(setup.deliver(list(setup.stream.messages.values())))
     entry = setup.bucket.entry()
     assert entry.running and entry.hand is not None and entry.hand.hand_no == 1
+
+
+# ---------------------------------------------------------------------------- healing
+
+
+def _forged(events: list[Event]) -> bytes:
+    """A well-formed entry at a version the stream never had (a later event would be
+    'seen' and the table frozen), with a stack nobody holds."""
+    entry = entry_of(events)
+    entry.players[0].stack = 1_000_000
+    return encode(msgspec.structs.replace(entry, version=entry.version + 1_000))
+
+
+CORRUPTIONS = {
+    "not an entry": lambda bucket, events, half: bucket.put(TABLE, b'{"ok": true, "tables": []}'),
+    "deleted": lambda bucket, events, half: bucket.values.pop(TABLE),
+    "another table's": lambda bucket, events, half: bucket.put(
+        TABLE, encode(msgspec.structs.replace(entry_of(events[:half]), table_id="other"))),
+    "a version the stream never had": lambda bucket, events, half: bucket.put(TABLE, _forged(events[:half])),
+    "an older value put back": lambda bucket, events, half: bucket.put(TABLE, encode(entry_of(events[:half // 2]))),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_value_missing_or_not_the_lobby_s_own_is_rebuilt_from_the_stream(corruption: str) -> None:
+    events = played()
+    setup = Setup(events)
+    msgs = sorted(setup.stream.messages.values(), key=lambda m: m.seq)
+    half = len(msgs) // 2
+    asyncio.run(setup.deliver(msgs[:half]))
+    CORRUPTIONS[corruption](setup.bucket, events, half)
+    asyncio.run(setup.deliver(msgs[half:]))
+    assert all(m.acked and not m.naks for m in msgs)
+    assert setup.bucket.entry() == entry_of(events)           # as from zero: nothing counted twice or lost
+    assert not setup.views
+    stats = setup.lanes.stats
+    assert stats.foreign == (corruption in ("not an entry", "another table's", "a version the stream never had"))
+    assert stats.rebuilt == (corruption != "an older value put back")
+    assert stats.read_back >= half // 2
+
+
+def test_a_quiet_table_s_value_deleted_comes_back_without_a_new_event() -> None:
+    events = played(hands=1)
+    setup = Setup(events)
+
+    async def main() -> None:
+        await setup.deliver(list(setup.stream.messages.values()))
+        setup.bucket.values.pop(TABLE)
+        setup.lanes.mirror.put(TABLE, setup.bucket.revision + 1, None)    # the watcher sees the delete
+        await asyncio.sleep(0)
+        await setup.lanes.drain()
+
+    asyncio.run(main())
+    assert setup.bucket.entry() == entry_of(events) and setup.lanes.stats.rebuilt == 1
+
+
+def test_a_value_no_table_has_is_removed() -> None:
+    setup = Setup(played(hands=1))
+    setup.bucket.put("nosuchtable", b"garbage")
+
+    async def main() -> None:
+        setup.lanes.mirror.put("nosuchtable", setup.bucket.revision, b"garbage")   # the watcher sees it
+        await asyncio.sleep(0)
+        await setup.lanes.drain()
+
+    asyncio.run(main())
+    assert "nosuchtable" not in setup.bucket.values and setup.lanes.stats.removed == 1
