@@ -24,6 +24,11 @@ def lobby_metrics(stats: LobbyStats) -> Collect:
             counter("lobby_conflicts", "writes another instance made first", s.conflicts),
             counter("lobby_resyncs", "entries rebuilt from the table's view", s.resyncs),
             counter("lobby_failed", "batches given back for redelivery", s.failed),
+            counter("lobby_read_back", "events read back from the public stream after a gap", s.read_back),
+            counter("lobby_rebuilt", "entries rebuilt from the public stream (missing or not the lobby's own)",
+                    s.rebuilt),
+            counter("lobby_foreign", "values found in the bucket that were not the lobby's own", s.foreign),
+            counter("lobby_removed", "values not the lobby's own deleted: nothing to rebuild them from", s.removed),
             counter("lobby_queries", "lobby queries answered", stats.queries),
         ]
 
