@@ -1,15 +1,18 @@
-"""``studroom player|operator add NAME`` and ``studroom auth server-config|service-creds``:
+"""``studroom player|operator add|revoke NAME`` and ``studroom auth server-config|service-creds|tls``:
 the room's identities and the NATS server's trust settings, from the Authority."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from functools import partial
 from pathlib import Path
 
 AUTH_DIR_HELP = "the Authority's folder (default: auth/ in the data folder, STUDROOM_DATA_DIR)"
+SERVERS_HELP = ("the running NATS servers to tell at once (comma separated; default STUDROOM_NATS_URL, "
+                "else the data folder's embedded NATS if it runs)")
 
 
 def _authority(args: argparse.Namespace):  # noqa: ANN202 (an Authority, imported lazily)
@@ -20,14 +23,76 @@ def _authority(args: argparse.Namespace):  # noqa: ANN202 (an Authority, importe
 
 
 def _add_identity(role: str, args: argparse.Namespace) -> int:
-    """A NATS identity of ``role``: print its credentials' path (never their contents)."""
+    """A NATS identity of ``role``, issued now (an existing one again, with a fresh
+    expiry): print its credentials' path (never their contents)."""
     from ..wire.subjects import BadName
 
     try:
-        print(_authority(args).ensure(role, args.name))
+        print(_authority(args).issue(role, args.name))
     except BadName as e:
         print(f"studroom {role} add: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _revoke_identity(role: str, args: argparse.Namespace) -> int:
+    """Revoke every key of the identity in the Authority, then tell the running servers
+    (they close its connections and refuse it from now on)."""
+    from ..wire.subjects import BadName
+    from .authority import UnknownIdentity
+
+    authority = _authority(args)
+    try:
+        keys = authority.revoke(role, args.name)
+    except (BadName, UnknownIdentity) as e:
+        print(f"studroom {role} revoke: {e}", file=sys.stderr)
+        return 2
+    print(f"revoked {role} {args.name} ({keys} key{'s' * (keys != 1)}) in the Authority at {authority.folder}")
+    servers, named = _servers(args)
+    return _push(authority, servers, named, role)
+
+
+def _servers(args: argparse.Namespace) -> tuple[str | None, bool]:
+    """Where the running NATS servers are, and whether they were named: --servers,
+    STUDROOM_NATS_URL, else the data folder's embedded NATS (its last port: a stopped
+    room's is not running, which is no error)."""
+    from ..runtime.settings import Settings
+
+    if args.servers:
+        return str(args.servers), True
+    settings = Settings.from_env()
+    if settings.nats_url is not None:
+        return settings.nats_url, True
+    port = settings.data_dir / "nats" / "port"
+    if args.auth_dir or not port.exists():
+        return None, False
+    return f"nats://127.0.0.1:{int(port.read_text())}", False
+
+
+def _push(authority, servers: str | None, named: bool, role: str) -> int:  # noqa: ANN001
+    """Push the account's revocation list to ``servers``; without running servers, say
+    when it takes effect (exit 1 if servers named could not be told)."""
+    import nats.errors
+
+    from . import revocation
+
+    later = ("the NATS servers read it when they load their trust configuration: "
+             "write studroom-auth.conf again (studroom auth server-config) and reload them; "
+             "the embedded NATS does so at its next start")
+    if servers is None:
+        print(f"no running NATS server named (--servers): {later}")
+        return 0
+    try:
+        told = asyncio.run(revocation.push(authority, servers))
+    except revocation.PushRefused as e:
+        print(f"studroom {role} revoke: {e}", file=sys.stderr)
+        return 1
+    except (OSError, TimeoutError, nats.errors.Error) as e:
+        print(f"studroom {role} revoke: no NATS server at {servers} took the update ({type(e).__name__}): {later}",
+              file=sys.stderr)
+        return 1 if named else 0
+    print(f"{told} running NATS server{'s' * (told != 1)} closed its connections and refuse it; "
+          f"for their next start or reload, write studroom-auth.conf again (studroom auth server-config)")
     return 0
 
 
@@ -45,6 +110,7 @@ def _server_config(args: argparse.Namespace) -> int:
 
 
 def _service_creds(args: argparse.Namespace) -> int:
+    """Each service's credentials, issued once and renewed past half their lifetime."""
     from .powers import SERVICES
 
     authority = _authority(args)
@@ -87,10 +153,16 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         add.add_argument("name", help="1..64 letters, digits, '_' or '-'")
         add.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
         add.set_defaults(run=partial(_add_identity, role))
+        revoke = group.add_parser("revoke", help=f"revoke {who} at once: disconnected and refused")
+        revoke.add_argument("name", help="the name given to add")
+        revoke.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
+        revoke.add_argument("--servers", default=None, help=SERVERS_HELP)
+        revoke.set_defaults(run=partial(_revoke_identity, role))
     auth = commands.add_parser("auth", help="the NATS server's trust settings and the services' credentials")
     what = auth.add_subparsers(dest="auth", required=True)
     config = what.add_parser("server-config", help="print the trust part of the NATS configuration (studroom-auth.conf)")
-    creds = what.add_parser("service-creds", help="issue each service's credentials (once) and print their paths")
+    creds = what.add_parser("service-creds", help="issue each service's credentials (once; again past half "
+                                                  "their lifetime) and print their paths")
     for parser, run in ((config, _server_config), (creds, _service_creds)):
         parser.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
         parser.set_defaults(run=run)

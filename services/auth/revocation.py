@@ -30,7 +30,8 @@ async def push(authority: Authority, servers: str, *, timeout: float = 5.0) -> i
     reached or none answers within ``timeout``."""
     from ..runtime import process
 
-    nc = await process.connect(servers, "studroom-revocation", creds=authority.pusher(), allow_reconnect=False)
+    nc = await process.connect(servers, "studroom-revocation", creds=authority.pusher(), allow_reconnect=False,
+                               max_reconnect_attempts=1, connect_timeout=timeout)
     try:
         answers: asyncio.Queue[bytes] = asyncio.Queue()
         inbox = nc.new_inbox()

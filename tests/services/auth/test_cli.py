@@ -1,0 +1,77 @@
+"""``studroom player|operator add|revoke`` as an administrator runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+from studroom.services.auth import jwt
+from studroom.services.auth.authority import Authority
+from studroom.services.runtime.server_process import free_port
+
+
+def studroom(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "studroom.services.cli", *args], capture_output=True, text=True,
+                          check=False, env={**os.environ, **(env or {})}, timeout=60)
+
+
+def test_add_again_issues_new_credentials_with_a_fresh_expiry(tmp_path: Path) -> None:
+    auth = str(tmp_path / "auth")
+    first = studroom("player", "add", "alice", "--auth-dir", auth)
+    claims = jwt.creds_claims(Path(first.stdout.strip()).read_text())
+    second = studroom("player", "add", "alice", "--auth-dir", auth)
+    again = jwt.creds_claims(Path(second.stdout.strip()).read_text())
+    assert first.stdout == second.stdout                                     # the same file, rewritten
+    assert again["sub"] != claims["sub"] and again["exp"] >= claims["exp"]
+
+
+def test_revoking_someone_who_does_not_exist_is_a_clear_error(tmp_path: Path) -> None:
+    auth = str(tmp_path / "auth")
+    studroom("player", "add", "alice", "--auth-dir", auth)
+    done = studroom("operator", "revoke", "alice", "--auth-dir", auth)
+    assert done.returncode == 2
+    assert "studroom operator revoke: no operator 'alice' in the Authority" in done.stderr
+    bad = studroom("player", "revoke", "no.such", "--auth-dir", auth)
+    assert bad.returncode == 2 and "ids are" in bad.stderr
+
+
+def test_a_revocation_without_running_servers_is_recorded_and_says_when_it_applies(tmp_path: Path) -> None:
+    auth = str(tmp_path / "auth")
+    studroom("player", "add", "bob", "--auth-dir", auth)
+    done = studroom("player", "revoke", "bob", "--auth-dir", auth, env={"STUDROOM_NATS_URL": ""})
+    assert done.returncode == 0, done.stderr
+    assert "revoked player bob (1 key)" in done.stdout and "studroom auth server-config" in done.stdout
+    assert len(Authority(Path(auth)).revocations()) == 1
+    unreachable = f"nats://127.0.0.1:{free_port()}"
+    studroom("player", "add", "bob", "--auth-dir", auth)
+    named = studroom("player", "revoke", "bob", "--auth-dir", auth, "--servers", unreachable)
+    assert named.returncode == 1 and "no NATS server at" in named.stderr      # named servers not told: exit 1
+    assert len(Authority(Path(auth)).revocations()) == 2                      # recorded all the same
+
+
+@pytest.mark.integration
+def test_revoke_disconnects_a_connected_operator_at_once(secure_nats_url: str, authority: Authority) -> None:
+    auth = str(authority.folder)
+    creds = Path(studroom("operator", "add", "eve", "--auth-dir", auth).stdout.strip())
+
+    async def scenario() -> None:
+        closed = asyncio.Event()
+
+        async def on_closed() -> None:
+            closed.set()
+
+        nc: Any = await nats.connect(secure_nats_url, user_credentials=str(creds), closed_cb=on_closed)
+        done = await asyncio.to_thread(studroom, "operator", "revoke", "eve", "--auth-dir", auth,
+                                       "--servers", secure_nats_url)
+        assert done.returncode == 0, done.stderr
+        assert "1 running NATS server closed its connections and refuse it" in done.stdout
+        await asyncio.wait_for(closed.wait(), 5)
+        assert not nc.is_connected
+
+    asyncio.run(scenario())
