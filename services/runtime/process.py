@@ -36,7 +36,7 @@ from typing import Any, Protocol
 from ..wire import subjects
 from . import logs, observe
 from .arguments import one_line
-from .settings import Settings, log_level_from_env
+from .settings import Settings, log_level_from_env, nats_ca_from_env
 
 log = logging.getLogger("studroom")
 
@@ -69,6 +69,13 @@ def configure_logging(level: str, log_format: str | None = None) -> None:
     logs.configure(level, log_format)       # key=value or JSON lines, secrets masked (logs.py)
     # nats-py logs a traceback for every failed reconnect; our services log the outage once.
     logging.getLogger("nats").setLevel(logging.CRITICAL)
+    logging.getLogger("asyncio").addFilter(_not_half_open)
+
+
+def _not_half_open(record: logging.LogRecord) -> bool:
+    """asyncio warns at the end of every TLS connection that nats-py's protocol asks to
+    stay half open (TLS cannot): noise, one line per closed connection."""
+    return "eof_received" not in record.getMessage()
 
 
 @contextmanager
@@ -245,7 +252,9 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
     ``servers`` is one URL or several separated by commas (a cluster).  With ``creds``
     (a ``.creds`` file, see :mod:`.credentials`) the connection authenticates as that
     file's identity and receives replies on the identity's own inbox
-    (``_INBOX.<role>.<name>``, the only one its permissions let it read)."""
+    (``_INBOX.<role>.<name>``, the only one its permissions let it read).  With a CA
+    (``STUDROOM_NATS_CA``) or ``tls://`` URLs it speaks TLS from its first byte
+    (:func:`tls_options`)."""
     from nats.aio.client import Client
 
     from ..auth.authority import identity_of
@@ -254,6 +263,7 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
     if creds is not None:
         role, identity = identity_of(Path(creds))
         settings |= {"user_credentials": str(creds), "inbox_prefix": subjects.inbox_prefix(role, identity)}
+    settings |= tls_options(servers)
     outage = NatsOutage(name, logging.WARNING if options.get("allow_reconnect", True) else logging.DEBUG)
     for key, own in (("error_cb", outage.error), ("disconnected_cb", outage.disconnected),
                      ("reconnected_cb", outage.reconnected)):
@@ -266,6 +276,20 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
 
         follow(client, Path(creds))     # reconnects with renewed credentials before they end
     return client
+
+
+def tls_options(servers: str, ca: Path | None = None) -> dict[str, Any]:
+    """nats-py's TLS options for ``servers``: none for plain ``nats://`` URLs without a
+    CA; else the servers' certificates checked against ``ca`` (default
+    ``STUDROOM_NATS_CA``; none: the system's CAs) and TLS before the server's first
+    word (``tls_handshake_first``, deploy/nats/studroom.conf): nats-py would otherwise
+    go on in plain text with a server, or a middleman, that does not ask for TLS."""
+    import ssl
+
+    ca = ca or nats_ca_from_env()
+    if ca is None and not any(url.strip().startswith("tls://") for url in servers.split(",")):
+        return {}
+    return {"tls": ssl.create_default_context(cafile=None if ca is None else str(ca)), "tls_handshake_first": True}
 
 
 def _then(first: Callable[..., Awaitable[None]],

@@ -12,6 +12,12 @@
     Path of this process's NATS credentials (a ``.creds`` file: its identity, see
     docs/design/trust.md). Unset: the process uses the embedded room's credentials
     when it started the embedded NATS itself, else connects without credentials.
+``STUDROOM_NATS_CA``
+    Path of the CA certificate (PEM) the NATS servers' certificates are checked
+    against: the room's own CA (``studroom auth tls``, docs/operating.md "TLS").
+    Set: every NATS connection is TLS (a server that offers none is refused), whatever
+    the URL's scheme. Unset: ``tls://`` URLs are checked against the system's CAs.
+    A process's children inherit it.
 ``STUDROOM_DATA_DIR``
     Folder of the embedded servers' data and logs. Default: ``.studroom`` in the
     current directory. Starting again on the same folder keeps the data.
@@ -35,6 +41,7 @@ from pathlib import Path
 NATS_URL_VAR = "STUDROOM_NATS_URL"
 DATABASE_URL_VAR = "STUDROOM_DATABASE_URL"
 NATS_CREDS_VAR = "STUDROOM_NATS_CREDS"
+NATS_CA_VAR = "STUDROOM_NATS_CA"
 DATA_DIR_VAR = "STUDROOM_DATA_DIR"
 LOG_LEVEL_VAR = "STUDROOM_LOG_LEVEL"
 LOG_FORMAT_VAR = "STUDROOM_LOG_FORMAT"
@@ -54,8 +61,11 @@ class Settings:
     database_url: str | None = None
     data_dir: Path = Path(DEFAULT_DATA_DIR)
     nats_creds: Path | None = None
+    nats_ca: Path | None = None
 
     def __post_init__(self) -> None:
+        if self.nats_ca is not None and not self.nats_ca.is_file():
+            raise ValueError(f"{NATS_CA_VAR}: no CA certificate at {self.nats_ca}")
         if self.nats_url is not None:
             for url in self.nats_url.split(","):
                 if not url.strip().startswith(_NATS_SCHEMES):
@@ -79,12 +89,16 @@ class Settings:
             database_url=env.get(DATABASE_URL_VAR, "").strip() or None,
             data_dir=Path(data_dir).expanduser().absolute(),
             nats_creds=Path(creds).expanduser().absolute() if creds else None,
+            nats_ca=nats_ca_from_env(env),
         )
 
     def to_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """``env`` (default: ``os.environ``) with these settings, for a child process
-        (``from_env`` reads them back there)."""
+        (``from_env`` reads them back there); without a CA of its own the child
+        trusts what ``env`` names."""
         out = dict(os.environ if env is None else env)
+        if self.nats_ca is not None:
+            out[NATS_CA_VAR] = str(self.nats_ca)
         creds = None if self.nats_creds is None else str(self.nats_creds)
         for var, value in ((NATS_URL_VAR, self.nats_url), (DATABASE_URL_VAR, self.database_url),
                            (NATS_CREDS_VAR, creds)):
@@ -102,6 +116,13 @@ class Settings:
     @property
     def embedded_postgres(self) -> bool:
         return self.database_url is None
+
+
+def nats_ca_from_env(env: Mapping[str, str] | None = None) -> Path | None:
+    """The CA the NATS servers' certificates are checked against (``STUDROOM_NATS_CA``)."""
+    env = os.environ if env is None else env
+    ca = env.get(NATS_CA_VAR, "").strip()
+    return Path(ca).expanduser().absolute() if ca else None
 
 
 def log_level_from_env(env: Mapping[str, str] | None = None) -> str:

@@ -1,7 +1,8 @@
 """NATS servers of the deploy tests, from the files of deploy/nats as an administrator
-installs them: an /etc/nats with the generated trust configuration, one folder per
-host (its own JetStream store, its route port), servers on free ports of the test's
-own (command-line flags override the file's ports, nothing else)."""
+installs them: an /etc/nats with the generated trust configuration and TLS files
+(`studroom auth tls`, for 127.0.0.1), one folder per host (its own JetStream store,
+its route port), servers on free ports of the test's own (command-line flags override
+the file's ports, nothing else). Clients, routes and the monitor all speak TLS."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -22,17 +24,29 @@ from studroom.services.runtime.server_process import free_port
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ROUTE_PASSWORD = "route-secret-for-the-test"
+TLS_FOLDER = "/etc/nats/tls/"           # where the deploy configurations expect the TLS files
 
 
 def etc_nats(folder: Path) -> Path:
-    """An /etc/nats in ``folder``: the deploy configurations and the trust configuration
-    that ``studroom auth server-config`` writes from a new Authority in ``auth/``."""
+    """An /etc/nats in ``folder``: the deploy configurations, the trust configuration
+    that ``studroom auth server-config`` writes from a new Authority in ``auth/``, and
+    the TLS files ``studroom auth tls`` writes (its CA beside the Authority) into
+    ``tls/``, where the configurations are pointed."""
     folder.mkdir(parents=True, exist_ok=True)
     for name in ("studroom.conf", "cluster.conf"):
-        shutil.copy(DEPLOY / "nats" / name, folder / name)
+        text = (DEPLOY / "nats" / name).read_text()
+        assert TLS_FOLDER in text, name
+        (folder / name).write_text(text.replace(TLS_FOLDER, f"{folder / 'tls'}/"))
     (folder / "studroom-auth.conf").write_text(studroom_cli("auth", "server-config", "--auth-dir",
                                                             str(folder / "auth")))
+    studroom_cli("auth", "tls", "--auth-dir", str(folder / "auth"), "--out", str(folder / "tls"),
+                 "--host", "127.0.0.1")
     return folder
+
+
+def ca_of(etc: Path) -> Path:
+    """The CA certificate clients of ``etc_nats(etc)``'s servers trust."""
+    return etc / "tls" / "ca.pem"
 
 
 def studroom_cli(*args: str, env: dict[str, str] | None = None) -> str:
@@ -70,12 +84,16 @@ class Server:
     """A nats-server of the test's own from a deploy configuration (``None``: flags
     only), its client and monitoring ports free ones on loopback given as flags (a
     cluster then tells its clients of the others' loopback URLs); it logs into
-    ``home``. :meth:`kill` and :meth:`restart` keep its ports and its store."""
+    ``home``. With ``ca`` (the CA of its TLS files) its clients and monitor speak TLS
+    (the monitor https). :meth:`kill` and :meth:`restart` keep its ports and its store."""
 
     def __init__(self, config: Path | None, home: Path, env: dict[str, str] | None = None,
-                 cluster_port: int | None = None, extra: list[str] | None = None) -> None:
+                 cluster_port: int | None = None, extra: list[str] | None = None, ca: Path | None = None) -> None:
         self.port, self.monitor = free_port(), free_port()
-        self.command = [str(nats_server_binary()), "-a", "127.0.0.1", "-p", str(self.port), "-m", str(self.monitor)]
+        self.tls = None if ca is None else ssl.create_default_context(cafile=str(ca))
+        monitor_flag = "-m" if ca is None else "-ms"
+        self.command = [str(nats_server_binary()), "-a", "127.0.0.1", "-p", str(self.port),
+                        monitor_flag, str(self.monitor)]
         if config is not None:
             self.command += ["-c", str(config)]
         if cluster_port is not None:
@@ -93,11 +111,12 @@ class Server:
 
     @property
     def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+        return f"{'nats' if self.tls is None else 'tls'}://127.0.0.1:{self.port}"
 
     def get(self, what: str) -> dict | None:
-        url = f"http://127.0.0.1:{self.monitor}/{what}"
-        with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url, timeout=1) as answer:
+        url = f"{'http' if self.tls is None else 'https'}://127.0.0.1:{self.monitor}/{what}"
+        with contextlib.suppress(OSError, ValueError), \
+                urllib.request.urlopen(url, timeout=1, context=self.tls) as answer:
             return json.load(answer)
         return None
 
@@ -143,7 +162,7 @@ def cluster(etc: Path, size: int = 3) -> list[Server]:
     try:
         for name, port in zip(names, ports):
             folder = node(etc, name, port)
-            servers.append(Server(folder / "cluster.conf", folder, route_env(name, ports)))
+            servers.append(Server(folder / "cluster.conf", folder, route_env(name, ports), ca=ca_of(etc)))
         for server in servers:
             server.wait_until(server.healthy, "the node did not become healthy", timeout=30)
     except BaseException:

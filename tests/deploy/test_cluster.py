@@ -1,8 +1,9 @@
 """Three NATS servers, one room (issue 13): the plain-file deploy variant on loopback.
 
 Three nats-servers from deploy/nats/cluster.conf (operator mode, trusting a fresh
-Authority through the ``studroom auth server-config`` file; routes authenticated),
-PostgreSQL, two table-service instances, the relay and the cashier, every process
+Authority through the ``studroom auth server-config`` file; routes authenticated;
+TLS for clients, routes (mutual) and the monitor, from ``studroom auth tls``: every
+process trusts the room's CA through ``STUDROOM_NATS_CA``), PostgreSQL, two table-service instances, the relay and the cashier, every process
 and bot connecting with the three server URLs (``STUDROOM_NATS_URL`` comma
 separated) and the streams and buckets created with 3 replicas. While the bots play:
 
@@ -30,14 +31,14 @@ import psycopg
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 from nats.js.errors import KeyNotFoundError, NoKeysError
-from nats_nodes import cluster, etc_nats, running, studroom_cli
+from nats_nodes import ca_of, cluster, etc_nats, running, studroom_cli
 from psycopg import sql
 from studroom.domain.events import HandStarted
 from studroom.services.auth.authority import Authority
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import plan_tables, table_ids
 from studroom.services.runtime import process
-from studroom.services.runtime.settings import DATABASE_URL_VAR
+from studroom.services.runtime.settings import DATABASE_URL_VAR, NATS_CA_VAR
 from studroom.services.runtime.supervisor import Services, child_env
 from studroom.services.store.inspect import load_tables
 from studroom.services.store.layout import store_schemas
@@ -120,6 +121,20 @@ async def _value(result: bool | Awaitable[bool]) -> bool:
     return await result if inspect.isawaitable(result) else result
 
 
+def assert_all_tls(nodes: list[Any]) -> None:
+    """Every client connection (services, bots, this test's) of every node is TLS (the
+    monitor, itself https, says which version each speaks), and every node's routes
+    require mutual TLS."""
+    connections = []
+    for node in nodes:
+        connections += (node.get("connz?limit=1000") or {}).get("connections") or []
+        cluster = (node.get("varz") or {}).get("cluster") or {}
+        assert cluster.get("tls_required") and cluster.get("tls_verify"), (node.url, cluster)
+    assert len(connections) > TABLES * BOTS_PER_TABLE
+    plain = [c.get("name") for c in connections if not c.get("tls_version")]
+    assert not plain, f"plain-text clients: {plain}"
+
+
 async def public_stream(nc: Any, tables: set[str]) -> tuple[int, list[tuple[str, int]]]:
     """The public stream's message count and the (table, version) of each of its messages."""
     js = nc.jetstream()
@@ -138,7 +153,7 @@ async def public_stream(nc: Any, tables: set[str]) -> tuple[int, list[tuple[str,
 
 
 def test_three_nats_servers_one_room_survive_a_killed_node_and_a_killed_table_service(
-        tmp_path: Path, database_url: str) -> None:
+        tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     started = time.monotonic()
     figures: dict[str, float] = {}
     run = uuid.uuid4().hex[:6]
@@ -147,6 +162,7 @@ def test_three_nats_servers_one_room_survive_a_killed_node_and_a_killed_table_se
     ids = table_ids(TABLES, prefix=f"cl{run}t")
     etc = etc_nats(tmp_path / "etc")
     authority = Authority(etc / "auth")
+    monkeypatch.setenv(NATS_CA_VAR, str(ca_of(etc)))          # this process's and its children's trust
     nodes = cluster(etc)
     figures["cluster formed, JetStream current on every node"] = time.monotonic() - started
     urls = ",".join(node.url for node in nodes)
@@ -208,6 +224,7 @@ def test_three_nats_servers_one_room_survive_a_killed_node_and_a_killed_table_se
             # Hands go on at every table.
             figures["then every table dealt more hands"] = await tables.all_past(
                 await tables.now(), hands=HANDS_AFTER_FAULTS)
+            assert_all_tls(nodes)
             assert services.restarts() == {name: 1} and not services.dead(), services.dead()
 
             # Stop the bots; the relay publishes what is stored.

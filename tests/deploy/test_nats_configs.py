@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import ssl
 import subprocess
 from pathlib import Path
 
@@ -17,13 +18,14 @@ import nats
 import nats.errors
 import nats_nodes
 import pytest
-from nats_nodes import DEPLOY, Server, node, route_env, running, studroom_cli
+from nats_nodes import DEPLOY, Server, ca_of, node, route_env, running, studroom_cli
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
 from studroom.services.auth.powers import SERVICES
 from studroom.services.runtime import process
 from studroom.services.runtime.embedded_nats import nats_server_binary
 from studroom.services.runtime.server_process import free_port
+from studroom.services.runtime.settings import NATS_CA_VAR
 
 
 @pytest.fixture
@@ -67,11 +69,12 @@ def test_no_user_is_configured_in_the_server_files_any_more() -> None:
 
 
 def test_the_monitor_listens_on_this_host_only() -> None:
-    """The monitoring endpoints name every client: 127.0.0.1 only, never 0.0.0.0."""
+    """The monitoring endpoints name every client: 127.0.0.1 only, never 0.0.0.0, and
+    https (a process of the host cannot read another's traffic on loopback either)."""
     text = (DEPLOY / "nats" / "studroom.conf").read_text()
     settings = [line.split("#")[0].strip() for line in text.splitlines()
                 if line.strip().startswith(("http", "monitor", "https"))]
-    assert settings == ["http: 127.0.0.1:8222"], settings
+    assert settings == ["https: 127.0.0.1:8222"], settings
     assert "http" not in (DEPLOY / "nats" / "cluster.conf").read_text().split("include ./studroom.conf")[1]
 
 
@@ -102,16 +105,30 @@ def test_service_credentials_are_issued_once_for_every_service(tmp_path: Path) -
 
 
 @pytest.mark.integration
-def test_a_server_from_studroom_conf_refuses_anyone_without_credentials(etc_nats: Path) -> None:
+def test_a_server_from_studroom_conf_speaks_tls_only_and_refuses_anyone_without_credentials(
+        etc_nats: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = node(etc_nats, "nats-0")
-    server = Server(folder / "studroom.conf", folder)
+    server = Server(folder / "studroom.conf", folder, ca=ca_of(etc_nats))
     authority = Authority(etc_nats / "auth")
+    creds = authority.ensure("service", "projections")
 
     async def scenario() -> None:
-        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
-            await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
-        nc = await process.connect(server.url, "deploy-test", creds=authority.ensure("service", "projections"),
-                                   allow_reconnect=False)
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):      # TLS, no credentials
+            await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2,
+                               **process.tls_options(server.url, ca_of(etc_nats)))
+        with pytest.raises(ssl.SSLCertVerificationError):           # a client that trusts only the system's CAs
+            await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2,
+                               tls=ssl.create_default_context(), tls_handshake_first=True)
+        # A client that never turns to TLS (the server's greeting asks for it) is dropped.
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        greeting = json.loads((await reader.readline()).decode().removeprefix("INFO "))
+        assert greeting["tls_required"] is True
+        writer.write(b'CONNECT {"verbose":false}\r\nPING\r\n')
+        await writer.drain()
+        assert b"PONG" not in await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        monkeypatch.setenv(NATS_CA_VAR, str(ca_of(etc_nats)))       # as a service is configured
+        nc = await process.connect(server.url, "deploy-test", creds=creds, allow_reconnect=False)
         try:
             info = await nc.jetstream().account_info()        # the account has JetStream
             assert info.limits.max_streams == -1
@@ -120,25 +137,48 @@ def test_a_server_from_studroom_conf_refuses_anyone_without_credentials(etc_nats
 
     with running(server):
         asyncio.run(scenario())
+        assert server.get("healthz") == {"status": "ok"}       # the monitor: https, the room's CA
+
+
+def _rogue_conf(folder: Path, name: str, route: str, tls_dir: Path | None) -> Path:
+    """A server of the cluster's name routing to ``route``, with TLS files from ``tls_dir``."""
+    tls = "" if tls_dir is None else (
+        f'  tls {{ cert_file: "{tls_dir}/server-cert.pem", key_file: "{tls_dir}/server-key.pem", '
+        f'ca_file: "{tls_dir}/ca.pem", verify: true, timeout: 2 }}\n')
+    folder.mkdir(parents=True)
+    conf = folder / "rogue.conf"
+    conf.write_text(f'server_name: {name}\ncluster {{\n  name: studroom\n  listen: "127.0.0.1:{free_port()}"\n'
+                    f'  routes: ["{route}"]\n{tls}}}\n')
+    return conf
 
 
 @pytest.mark.integration
-def test_a_cluster_from_cluster_conf_keeps_out_a_server_without_the_route_password(etc_nats: Path) -> None:
+def test_a_cluster_from_cluster_conf_keeps_out_a_server_without_the_certificate_or_the_route_password(
+        etc_nats: Path) -> None:
     ports = [free_port(), free_port(), free_port()]          # the third node stays down
-    nodes = [Server((folder := node(etc_nats, name, port)) / "cluster.conf", folder, route_env(name, ports))
+    nodes = [Server((folder := node(etc_nats, name, port)) / "cluster.conf", folder, route_env(name, ports),
+                    ca=ca_of(etc_nats))
              for name, port in (("nats-1", ports[0]), ("nats-2", ports[1]))]
+    stranger_tls = etc_nats / "stranger-tls"                 # a certificate of another CA
+    studroom_cli("auth", "tls", "--ca-dir", str(etc_nats / "stranger-ca"), "--out", str(stranger_tls),
+                 "--host", "127.0.0.1")
     with running(*nodes):
         nodes[0].wait_until(lambda: "nats-2" in nodes[0].route_names(), "the two nodes did not form routes")
-        # A server of the cluster's name routing to nats-1: without credentials, and
-        # with the route user but a guessed password.
-        rogues = [Server(None, etc_nats / name, cluster_port=free_port(),
-                         extra=["-n", name, "--cluster_name", "studroom", "--routes", route])
-                  for name, route in (("rogue", f"nats-route://127.0.0.1:{ports[0]}"),
-                                      ("guesser", f"nats-route://route:guessed@127.0.0.1:{ports[0]}"))]
-        with running(*rogues):
-            for rogue in rogues:
-                rogue.wait_until(lambda r=rogue: "Route Error 'Authorization Violation'" in r.log.read_text(),
-                                 f"{rogue.log.parent.name} was not refused")
+        # Servers of the cluster's name routing to nats-1: the route password but no TLS;
+        # the password and a certificate of another CA; a certificate of the room's CA
+        # (a node's, stolen) but a guessed password.
+        good = f"nats-route://route:{nats_nodes.ROUTE_PASSWORD}@127.0.0.1:{ports[0]}"
+        rogues = {name: Server(_rogue_conf(etc_nats / name, name, route, tls), etc_nats / name)
+                  for name, route, tls in (
+                      ("plain", good, None),
+                      ("stranger", good, stranger_tls),
+                      ("guesser", f"nats-route://route:guessed@127.0.0.1:{ports[0]}", etc_nats / "tls"))}
+        with running(*rogues.values()):
+            refused = {"plain": (nodes[0], "first record does not look like a TLS handshake"),
+                       "stranger": (rogues["stranger"], "certificate signed by unknown authority"),
+                       "guesser": (rogues["guesser"], "Route Error 'Authorization Violation'")}
+            for name, (said_by, words) in refused.items():
+                said_by.wait_until(lambda s=said_by, w=words: w in s.log.read_text(), f"{name} was not refused")
             assert nodes[0].route_names() == {"nats-2"}
-            assert all(not rogue.route_names() for rogue in rogues)
+            assert all(not rogue.route_names() for rogue in rogues.values())
             assert "Authentication Failure" in nodes[0].log.read_text()
