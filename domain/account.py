@@ -220,7 +220,7 @@ class Account:
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < SEATS[1]:
             raise DomainError(UNKNOWN_SEAT, f"seats are 0..{SEATS[1] - 1}, not {quoted(seat)}")
         _check_amount(amount, "a buy-in")
-        stored_request = command_ids.next_id(self.last_requests, Sender("player", self.player), request_id)
+        stored_request = command_ids.next_id(self.last_requests, Sender("player", self.player), request_id, at_ms)
         if buy_in_key(table_id, command_id) in self.pending:
             raise DomainError(DUPLICATE_COMMAND, f"buy-in {command_id} at {table_id} is reserved already")
         self._check_funds(amount)

@@ -12,7 +12,8 @@ service's own hand starts, scripted hands) and are trusted.
   input (R28: starts a live table's hand and deals its streets), and may sit a player
   out or remove him.  He credits no chips: money moves through the cashier.
 - A **service** has exactly its own command: the timer times out turns (R20), the
-  cashier credits chips.
+  cashier credits chips, naming the player it debited (the table credits only his own
+  seat: domain/buy_ins.py).
 """
 
 from __future__ import annotations
@@ -90,5 +91,7 @@ def authorize(command: Command, sender: Sender, seat_holder: dict[int, str], liv
     if sender.role == "service":
         if not isinstance(command, SERVICE_COMMANDS.get(sender.name, ())):
             raise _forbidden(sender, command, "not this service's command")
+        if isinstance(command, BuyIn) and command.player is None:
+            raise _forbidden(sender, command, "a buy-in names the player whose account paid it")
         return
     raise _forbidden(sender, command, f"no role {sender.role!r}")

@@ -8,6 +8,14 @@ A lower or equal id is refused as ``duplicate_command`` for the life of the tabl
 client's retry after a lost reply is answered "duplicate", which clients take as done.
 A refused command changes nothing, so it uses up no id.
 
+An id is also at most the service's clock in microseconds plus ``AHEAD_US`` (the
+command's ``now_ms``, stamped by the service), else ``bad_command_id``: an id far in
+the future would lock its sender out until the clock reaches it (2**63-1: for ever,
+he could not even leave).  The margin is for a client whose clock runs ahead of the
+service's (five minutes: far beyond a synchronised clock, and the longest a sender
+can lock himself out).  A command without a clock (``now_ms`` 0: scripted hands, the
+re-run of a record that shows none) is bounded by 2**63 only.
+
 The id stored on the command's first event is ``"<role>.<name>#<n>"``; folding the
 events in keeps each sender's highest ``n`` (replay rebuilds it).  Memory: one entry
 per identity that ever had a command carried out at the table, however many commands
@@ -24,13 +32,23 @@ from .errors import BAD_COMMAND_ID, DUPLICATE_COMMAND, DomainError, quoted
 
 _DECIMAL: Final = re.compile(r"[1-9][0-9]{0,18}")
 LIMIT: Final = 2**63            # ids are below this (a signed 64-bit integer in any client)
+AHEAD_US: Final = 300_000_000   # how far (µs) an id may be ahead of the service's clock
 
 
-def next_id(last: dict[str, int], sender: Sender, command_id: str | None) -> str:
-    """The id to store for ``sender``'s command, or ``bad_command_id`` / ``duplicate_command``."""
+def highest(now_ms: int) -> int:
+    """The highest id a command stamped ``now_ms`` may carry (no clock: below LIMIT)."""
+    return min(now_ms * 1000 + AHEAD_US, LIMIT - 1) if now_ms > 0 else LIMIT - 1
+
+
+def next_id(last: dict[str, int], sender: Sender, command_id: str | None, now_ms: int) -> str:
+    """The id to store for ``sender``'s command stamped ``now_ms``, or ``bad_command_id``
+    / ``duplicate_command``."""
     if command_id is None or not _DECIMAL.fullmatch(command_id) or int(command_id) >= LIMIT:
         raise DomainError(BAD_COMMAND_ID, f"command_id must be a decimal integer in 1..2**63-1, not {quoted(command_id)}")
     n = int(command_id)
+    if n > highest(now_ms):
+        raise DomainError(BAD_COMMAND_ID, f"command_id {n} is ahead of the clock ({now_ms} ms) by more than "
+                                          f"{AHEAD_US // 1_000_000} s: ids are microseconds since the epoch")
     key = sender.key
     previous = last.get(key, 0)
     if n <= previous:

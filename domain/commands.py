@@ -33,8 +33,15 @@ class SitDown(Command, tag=True):
 
 
 class BuyIn(Command, tag=True):
+    """Chips into ``seat`` (a buy-in or top-up, R3) paid by ``player``'s account: the
+    cashier names the player it debited, and the table credits only a seat he holds
+    (domain/buy_ins.py).  ``player`` is required of every sender (domain/authority.py);
+    only the room's own trusted callers (scripted hands, simulations, the re-run of a
+    record stored before buy-ins named their player) leave it out."""
+
     seat: int
     amount: int
+    player: str | None = None
 
 
 class SitOut(Command, tag=True):

@@ -19,8 +19,9 @@ from typing import Any, Final
 
 import msgspec
 
-from . import announcements, command_ids
+from . import announcements, buy_ins, command_ids
 from .authority import Sender, authorize
+from .buy_ins import SeatChips
 from .betting import bet_sizes, decide_action, next_to_act, options, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
@@ -35,7 +36,6 @@ from .errors import (
     ALREADY_OPEN,
     ALREADY_SEATED,
     AUTO_DEALT,
-    BAD_AMOUNT,
     BAD_CARD,
     BAD_CONFIG,
     BAD_DEAL,
@@ -51,9 +51,7 @@ from .errors import (
     NOT_ENOUGH_PLAYERS,
     NOT_IN_HAND,
     NOT_YOUR_TURN,
-    OVER_MAX_BUY_IN,
     SEAT_TAKEN,
-    SHORT_BUY_IN,
     STALE_TIMEOUT,
     TABLE_NOT_OPEN,
     UNKNOWN_COMMAND,
@@ -72,7 +70,6 @@ from .games import GAMES, Game
 from .hand import HandPlayer, HandState
 from .record import Record
 from .hand_ranking import describe_high, describe_low, high_value, low_value
-from .limits import MAX_TABLE_CHIPS
 from .names import check_name
 from .showdown import check_muck, settle, showdown_order
 
@@ -170,7 +167,7 @@ class Table:
             return None
         holders = {seat: state.player for seat, state in self.seats.items()}
         authorize(command, by, holders, self.config is not None and not self.config.auto_deal)
-        return command_ids.next_id(self.last_command_ids, by, command.command_id)
+        return command_ids.next_id(self.last_command_ids, by, command.command_id, command.now_ms)
 
     def _emit(self, event: Event) -> None:
         self.apply(event)
@@ -245,18 +242,11 @@ class Table:
 
     def _buy_in(self, c: BuyIn) -> None:
         config = self._require_config()
-        seat = self._seat(c.seat)
-        if self.hand is not None and c.seat in self.hand.players:
-            raise DomainError(HAND_IN_PROGRESS, "buy-ins and top-ups only between hands (R3)")
-        if not isinstance(c.amount, int) or c.amount <= 0:
-            raise DomainError(BAD_AMOUNT, "a buy-in is a positive whole number of chips")
-        stack = seat.stack + c.amount
-        if stack < config.min_buy_in:
-            raise DomainError(SHORT_BUY_IN, f"the minimum buy-in is {config.min_buy_in} chips (R3)")
-        if stack > config.buy_in_ceiling:
-            raise DomainError(OVER_MAX_BUY_IN, f"a seat holds at most {config.buy_in_ceiling} chips after a buy-in (R3)")
-        if sum(s.stack for s in self.seats.values()) + c.amount > MAX_TABLE_CHIPS:
-            raise DomainError(OVER_MAX_BUY_IN, f"a table holds at most {MAX_TABLE_CHIPS} chips (domain/limits.py)")
+        seat = self.seats.get(c.seat)
+        in_hand = self.hand is not None and c.seat in self.hand.players
+        table_chips = sum(s.stack for s in self.seats.values())
+        buy_ins.check(config, SeatChips(c.seat, seat.player, seat.stack, in_hand) if seat else None,
+                      table_chips, c)
         self._emit(ChipsBought(seat=c.seat, amount=c.amount))
 
     def _sit_out(self, c: SitOut) -> None:

@@ -111,7 +111,7 @@ class PlayedTable:
                 self.newcomers += 1
                 name = f"{self.table.table_id}-p{self.newcomers}"
                 self.run(SitDown(seat=seat, player=name), Sender("player", name))
-                self.run(BuyIn(seat=seat, amount=40 * STAKES.small_bet), CASHIER)
+                self.run(BuyIn(seat=seat, amount=40 * STAKES.small_bet, player=name), CASHIER)
 
     def hand(self) -> None:
         """One hand to its end: players act (now and then one times out, or leaves)."""

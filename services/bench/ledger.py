@@ -134,7 +134,7 @@ class SimulatedTable:
         command_id, player = str(self.buy_ins), self.table.seats[seat].player
         self.cashier.reserve(player, self.table_id, seat, amount, command_id, self.now_ms)
         try:
-            events = self._run(BuyIn(seat=seat, amount=amount, command_id=command_id), CASHIER)
+            events = self._run(BuyIn(seat=seat, amount=amount, player=player, command_id=command_id), CASHIER)
         except DomainError as refused:
             self.cashier.settle(player, self.table_id, command_id, refused.code, self.now_ms)
             return []

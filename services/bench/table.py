@@ -71,7 +71,7 @@ class TablePlayer:
             player = f"{self.table_id}-p{seat}"
             self.players[seat] = TableClient(self.nc, "player", player)
             await self.send(SitDown(seat=seat, player=player))
-            await self.send(BuyIn(seat=seat, amount=STACK))
+            await self.send(BuyIn(seat=seat, amount=STACK, player=player))
 
     async def send(self, command: Command) -> str | None:
         """Send one command as whoever gives it: the refusal's code, or None."""
@@ -105,7 +105,7 @@ class TablePlayer:
         hand, turn = self.mirror.hand, self.turn
         for seat, state in self.mirror.seats.items():
             if state.stack == 0 and (hand is None or seat not in hand.players):
-                return BuyIn(seat=seat, amount=STACK)
+                return BuyIn(seat=seat, amount=STACK, player=state.player)
         if hand is None or turn is None or turn.turn != self.mirror.turn or turn.seat is None:
             return None
         return choose(turn, self.rng)

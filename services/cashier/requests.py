@@ -12,6 +12,7 @@ from studroom.domain.authority import Sender
 from studroom.domain.errors import DomainError
 from studroom.domain.names import check_name
 
+from ..players.client import Refused
 from ..store.port import VersionConflict
 from ..wire import protocol, subjects
 from .books import Books
@@ -59,6 +60,8 @@ class Requests:
             return refusal(e.code, e.message)
         except (Busy, VersionConflict) as e:
             return refusal(protocol.CONFLICT, f"{e}; nothing changed, try again")
+        except Refused as e:              # the table did not show itself to the door: nothing changed
+            return refusal(e.code, e.message)
 
     async def _answer(self, sender: Sender, request: CashierRequest) -> CashierReply:
         if isinstance(request, BuyChips):

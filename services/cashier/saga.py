@@ -1,9 +1,12 @@
 """The buy-in saga: chips go from a player's account to his seat exactly once, or not
 at all (docs/design/cashier.md).
 
+0. **door**: what the account or the table would refuse is refused now, with nothing
+   stored and no lock taken (``door.py``).
 1. **reserve**: the account takes the chips off the balance and the table's desk opens
    the buy-in, in one transaction; its id is the cashier's next at that table.
-2. **send**: ``BuyIn(seat, amount, command_id)`` to the table as the service "cashier".
+2. **send**: ``BuyIn(seat, amount, player, command_id)`` to the table as the service
+   "cashier": the table credits only a seat that player holds.
 3. **settle**: the table credited the seat -> ``confirm``; it refused -> ``refund`` (the
    chips are back); no answer -> the buy-in stays open (``pending``) and is sent again
    later (:meth:`BuyInSaga.resume`, by the recovery loop).
@@ -30,6 +33,7 @@ from studroom.domain.errors import DUPLICATE_COMMAND, DomainError
 from ..players.client import TableClient
 from ..store.port import VersionConflict
 from ..wire import protocol
+from . import door
 from .books import Books
 from .desk import Busy, OpenBuyIn, TableDesk
 from .protocol import Outcome
@@ -86,8 +90,11 @@ class BuyInSaga:
         return lock is not None and lock.locked()
 
     async def buy_in(self, player: str, table_id: str, seat: int, amount: int, request_id: str | None) -> Settled:
-        """Reserve, send, settle.  Refusals of the account raise DomainError (nothing
-        reserved); :class:`Busy` when another buy-in at the table cannot be finished now."""
+        """Check at the door, reserve, send, settle.  What the account or the table would
+        refuse raises DomainError (``Refused`` when the table does not show itself) with
+        nothing reserved and the table's lock never taken; :class:`Busy` when another
+        buy-in at the table cannot be finished now."""
+        await door.check(self.books, self.client, player, table_id, seat, amount, request_id, now_ms())
         async with self._lock(table_id):
             for attempt in range(ATTEMPTS):
                 fresh = attempt > 0          # the first try writes from the kept copies
@@ -138,7 +145,7 @@ class BuyInSaga:
         if not desk.fresh(self.owner, now_ms(), self.fresh_ms):
             return PENDING                  # our claim is old: another instance may take it over
         reply = await self.client.send(desk.table_id, BuyIn(seat=buy_in.seat, amount=buy_in.amount,
-                                                            command_id=buy_in.command_id))
+                                                            player=buy_in.player, command_id=buy_in.command_id))
         self._step("sent")
         code = reply.error.code if reply.error else None
         if reply.ok or (resumed and code == DUPLICATE_COMMAND):

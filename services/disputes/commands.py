@@ -112,8 +112,9 @@ def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> l
         return [OpenTable(table_id=e.table_id, config=e.config)]
     if isinstance(e, PlayerSatDown):
         return [SitDown(seat=e.seat, player=e.player, auto_ante=e.auto_ante)]
-    if isinstance(e, ChipsBought):
-        return [BuyIn(seat=e.seat, amount=e.amount)]
+    if isinstance(e, ChipsBought):       # the cashier named the seat's holder (domain/buy_ins.py)
+        holder = table.seats.get(e.seat)
+        return [BuyIn(seat=e.seat, amount=e.amount, player=holder.player if holder and by else None)]
     if isinstance(e, SitOutChanged):
         return [SitOut(seat=e.seat, sitting_out=e.sitting_out)]
     if isinstance(e, (PlayerLeft, LeaveRequested)):

@@ -126,6 +126,14 @@ def test_buy_in_requests_are_numbered_by_the_player() -> None:
     assert account.reserved == 200
 
 
+def test_a_buy_in_request_id_far_ahead_of_the_cashiers_clock_is_refused() -> None:
+    """Issue 16: a request id of 2**63-1 would lock the player out of buying in for ever."""
+    account = funded(1000)
+    for far in (2**63 - 1, NOW * 1000 + 86_400_000_000):
+        refused(account, BAD_COMMAND_ID, account.reserve, "t1", 3, 100, "5", str(far), NOW)
+    account.reserve("t1", 3, 100, "5", str(NOW * 1000), NOW)
+
+
 def test_a_buy_in_names_a_table_and_a_seat() -> None:
     account = funded(1000)
     refused(account, BAD_NAME, account.reserve, "t 1", 3, 100, "5", "1", NOW)

@@ -7,7 +7,8 @@ import msgspec
 import pytest
 
 from studroom.domain.authority import Sender
-from studroom.domain.commands import BuyIn, Command, OpenTable, SitDown, SitOut
+from studroom.domain.command_ids import AHEAD_US, highest
+from studroom.domain.commands import BuyIn, Command, Leave, OpenTable, SitDown, SitOut
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.errors import BAD_COMMAND_ID, DUPLICATE_COMMAND, DomainError
 from studroom.domain.events import ChipsBought, PlayerSatDown, SitOutChanged, TableEvent
@@ -127,3 +128,32 @@ def test_a_command_of_the_room_itself_carries_no_id():
     refused(table, BuyIn(seat=0, amount=500, command_id="1"), None, BAD_COMMAND_ID)
     events = table.execute(SitDown(seat=2, player="p2"))
     assert isinstance(events[0], PlayerSatDown) and events[0].command_id is None
+
+
+NOW_MS = 1_764_601_234_567            # the service's clock on the command (ms)
+
+
+def stamped(seat: int, out: bool, command_id: str) -> SitOut:
+    return SitOut(seat=seat, sitting_out=out, command_id=command_id, now_ms=NOW_MS)
+
+
+@pytest.mark.parametrize("ahead_us", [AHEAD_US + 1, 86_400_000_000, 2**63 - 1 - NOW_MS * 1000])
+def test_an_id_far_ahead_of_the_services_clock_is_refused_and_locks_nobody_out(ahead_us: int):
+    """Issue 16: 2**63-1 (or now + 1 day) was carried out and then every later command of
+    that sender was a "duplicate", even his Leave.  Refused, it uses up no id."""
+    table, _ = opened()
+    refused(table, stamped(0, True, str(NOW_MS * 1000 + ahead_us)), P0, BAD_COMMAND_ID)
+    assert table.execute(stamped(0, True, str(NOW_MS * 1000)), by=P0)
+    assert table.execute(Leave(seat=0, command_id=str(NOW_MS * 1000 + 1), now_ms=NOW_MS), by=P0)
+
+
+def test_a_client_clock_up_to_the_margin_ahead_is_accepted():
+    table, _ = opened()
+    assert table.execute(stamped(0, True, str(NOW_MS * 1000 + AHEAD_US)), by=P0)
+    refused(table, stamped(0, False, str(NOW_MS * 1000 + AHEAD_US)), P0, DUPLICATE_COMMAND)
+
+
+def test_a_command_without_a_clock_is_bounded_by_two_to_the_63_only():
+    """Scripted hands and the re-run of a record with no clock (now_ms 0)."""
+    assert highest(0) == 2**63 - 1
+    assert highest(NOW_MS) == NOW_MS * 1000 + AHEAD_US

@@ -14,7 +14,7 @@ from studroom.domain.commands import (
     StartHand, Timeout,
 )
 from studroom.domain.config import Stakes, TableConfig
-from studroom.domain.errors import FORBIDDEN, DomainError
+from studroom.domain.errors import FORBIDDEN, UNKNOWN_SEAT, DomainError
 from studroom.domain.events import Acted, ChipsBought, PlayerSatDown, SitOutChanged, TimedOut, TurnStarted
 from studroom.domain.table import Table
 
@@ -173,7 +173,28 @@ def test_services_have_exactly_their_own_command():
     refused(table, BuyIn(seat=5, amount=200), TIMER)
     refused(table, Act(seat=turn.seat, action="bring_in"), TIMER)
     refused(table, StartHand(seed=SEED), Sender("service", "table"))   # its own starts are trusted, not sent
-    assert isinstance(table.execute(numbered(BuyIn(seat=5, amount=200)), by=CASHIER)[0], ChipsBought)
+    assert isinstance(table.execute(numbered(BuyIn(seat=5, amount=200, player="p5")), by=CASHIER)[0], ChipsBought)
+
+
+def test_R3_the_cashiers_buy_in_names_the_player_it_debited():
+    """Issue 16: mallory paid, so the chips go only into mallory's own seat."""
+    table = between_hands(2)
+    refused(table, numbered(BuyIn(seat=1, amount=200)), CASHIER)                 # no player: forbidden
+    refused(table, numbered(BuyIn(seat=1, amount=200, player="p0")), CASHIER)    # p1's seat, p0 paid
+    refused(table, numbered(BuyIn(seat=7, amount=200, player="p0")), CASHIER, UNKNOWN_SEAT)
+    events = table.execute(numbered(BuyIn(seat=1, amount=200, player="p1")), by=CASHIER)   # a top-up: his own
+    assert isinstance(events[0], ChipsBought) and table.seats[1].stack == 1200
+
+
+def test_R3_a_trusted_buy_in_names_its_player_or_nobody():
+    """The room's own callers (scripted hands, old records re-run) may leave the player out;
+    named, he must hold the seat like any sender's."""
+    table = between_hands(2)
+    table.execute(BuyIn(seat=0, amount=100))
+    before = table.state()
+    with pytest.raises(DomainError) as caught:
+        table.execute(BuyIn(seat=0, amount=100, player="p1"))
+    assert caught.value.code == FORBIDDEN and table.state() == before
 
 
 @pytest.mark.parametrize("name", ["", "Zoë", "p0.x", "x" * 65, "p0\n"])

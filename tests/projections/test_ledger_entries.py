@@ -153,7 +153,7 @@ def test_a_buy_in_through_the_cashier_comes_from_transit_any_other_from_the_worl
     table = Table()
     events = table.execute(OpenTable(table_id="t", config=TableConfig(game="five_card_stud", stakes=STAKES)))
     events += table.execute(SitDown(seat=3, player="ann")) + table.execute(SitDown(seat=4, player="bo"))
-    events += table.execute(BuyIn(seat=3, amount=400, command_id="7"), Sender("service", "cashier"))
+    events += table.execute(BuyIn(seat=3, amount=400, player="ann", command_id="7"), Sender("service", "cashier"))
     events += table.execute(BuyIn(seat=4, amount=300))                      # trusted: a scripted table
     events += [ChipsBought(seat=4, amount=200, command_id="operator.floor#9")]  # stored before the cashier
     events += table.execute(Leave(seat=3))

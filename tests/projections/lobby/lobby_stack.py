@@ -164,7 +164,8 @@ class Players:
         cashier = await self._client("service", "cashier")
 
         async def bank(table_id: str, seat: int, amount: int) -> Any:
-            return await cashier.send(table_id, BuyIn(seat=seat, amount=amount))
+            player = f"{table_id}-sleeper" if seat == SLEEPER_SEAT else f"{table_id}-p{seat}"
+            return await cashier.send(table_id, BuyIn(seat=seat, amount=amount, player=player))
 
         rng = random.Random(self.table_ids[0])
         for table_id, game in zip(self.table_ids, GAMES):

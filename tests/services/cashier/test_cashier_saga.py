@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import asyncio
 from types import SimpleNamespace
+from collections.abc import Callable
 from typing import Any
 
 import nats.errors
 import pytest
 from studroom.domain.account import Account
 from studroom.domain.authority import Sender
-from studroom.domain.commands import BuyIn, OpenTable, SitDown
+from studroom.domain.commands import BuyIn, Leave, OpenTable, SitDown
 from studroom.domain.config import TableConfig
 from studroom.domain.errors import DomainError
 from studroom.domain.events import ChipsBought
 from studroom.domain.simulate import STAKES
 from studroom.domain.table import Table
+from studroom.domain.views import table_view
 from studroom.services.cashier.books import Books
 from studroom.services.cashier.desk import Busy
 from studroom.services.cashier.recovery import Recovery
 from studroom.services.cashier.saga import BuyInSaga
-from studroom.services.players.client import TableClient
+from studroom.services.players.client import Refused, TableClient
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.wire import protocol
 
@@ -47,15 +49,23 @@ class FakeTables:
         self.events: dict[str, list[Any]] = {table_id: [] for table_id in table_ids}
         self.lose = 0
         self.down = False
+        self.views = 0                                      # ViewTable requests answered
+        self.after_view: Callable[[], None] | None = None   # what happens between a view and the next request
 
     async def request(self, subject: str, data: bytes, timeout: float) -> Any:
         if self.down:
             raise nats.errors.NoRespondersError
         _, _, table_id, name = subject.split(".")
         table = self.tables[table_id]
+        request = protocol.decode_request(data)
+        if isinstance(request, protocol.ViewTable):
+            self.views += 1
+            view = protocol.Reply(ok=True, version=table.version, view=table_view(table, None))
+            if self.after_view is not None:
+                self.after_view()
+            return SimpleNamespace(data=protocol.encode_command(view))
         try:
-            self.events[table_id] += table.execute(protocol.decode_request(data),  # type: ignore[arg-type]
-                                                   by=Sender("service", name))
+            self.events[table_id] += table.execute(request, by=Sender("service", name))  # type: ignore[arg-type]
             reply = protocol.ok(table.version)
         except DomainError as e:
             reply = protocol.error(e.code, e.message)
@@ -110,14 +120,40 @@ def test_a_buy_in_debits_the_account_and_credits_the_seat_once() -> None:
     asyncio.run(run())
 
 
-def test_R3_a_buy_in_over_the_tables_maximum_is_refunded() -> None:
+@pytest.mark.parametrize(("seat", "amount", "code"), [
+    (0, 5000, "over_max_buy_in"), (0, 100, "short_buy_in"),        # R3: the table's bounds
+    (1, 1000, "forbidden"),                                          # bob's seat, alice's money (issue 16)
+    (5, 1000, "unknown_seat"),                                       # nobody sits there
+])
+def test_R3_a_buy_in_the_table_would_refuse_is_refused_at_the_door_and_stores_nothing(
+        seat: int, amount: int, code: str) -> None:
     async def run() -> None:
         store, tables = InMemoryEventStore(), FakeTables("t1")
         await funded(store)
-        settled = await saga_of(store, tables).buy_in("alice", "t1", 0, 5000, "1")
-        assert (settled.outcome, settled.code) == ("refunded", "over_max_buy_in")
+        before = store.max_notification_id()
+        with pytest.raises(DomainError) as refused:
+            await saga_of(store, tables).buy_in("alice", "t1", seat, amount, "1")
+        assert refused.value.code == code
+        assert store.max_notification_id() == before and tables.events["t1"] == []
         assert (await account_of(store)).balance == 10_000
-        assert tables.bought("t1") == []
+    asyncio.run(run())
+
+
+def test_a_table_that_refuses_after_the_door_gets_the_chips_back_and_four_events() -> None:
+    """The table changed between the view and the BuyIn (here: bob took alice's place):
+    the table refuses, the saga refunds, exactly once."""
+    async def run() -> None:
+        store, tables = InMemoryEventStore(), FakeTables("t1")
+        await funded(store)
+        table = tables.tables["t1"]
+        tables.after_view = lambda: (table.execute(Leave(seat=0)), table.execute(SitDown(seat=0, player="carol")))
+        before = store.max_notification_id()
+        settled = await saga_of(store, tables).buy_in("alice", "t1", 0, 1000, "1")
+        assert (settled.outcome, settled.code) == ("refunded", "forbidden")
+        account = await account_of(store)
+        assert (account.balance, account.reserved) == (10_000, 0)
+        assert tables.bought("t1") == [] and table.seats[0].stack == 0
+        assert store.max_notification_id() - before == 4      # reserved + opened, refunded + closed
     asyncio.run(run())
 
 
@@ -148,14 +184,18 @@ def test_an_unreachable_table_leaves_the_buy_in_pending_until_the_recovery_sends
     async def run() -> None:
         store, tables = InMemoryEventStore(), FakeTables("t1")
         await funded(store)
+        await funded(store, "bob")
         saga = saga_of(store, tables)
-        tables.down = True
+        tables.after_view = lambda: setattr(tables, "down", True)     # seen at the door, then gone
         assert (await saga.buy_in("alice", "t1", 0, 1000, "1")).outcome == "pending"
         account = await account_of(store)
         assert (account.balance, account.reserved) == (9000, 1000)
-        # Another buy-in at that table waits for this one.
-        with pytest.raises(Busy):
+        # Another buy-in at that table is refused at the door: nothing changes.
+        tables.after_view = None
+        with pytest.raises(Refused) as refused:
             await saga.buy_in("bob", "t1", 1, 1000, "1")
+        assert refused.value.code == protocol.UNAVAILABLE
+        assert (await account_of(store, "bob")).balance == 10_000
         tables.down = False
         recovery = Recovery(store, saga)
         await recovery.sweep()
@@ -188,7 +228,7 @@ def test_a_saga_stopped_before_sending_is_undone_when_the_table_refuses_on_resta
         await funded(store)
         with pytest.raises(Crash):
             await saga_of(store, tables, crash_after="reserved").buy_in("alice", "t1", 0, 1000, "1")
-        tables.run("t1", BuyIn(seat=0, amount=3500))                # meanwhile the seat filled up
+        tables.run("t1", BuyIn(seat=0, amount=3500))                # meanwhile the seat filled up (trusted)
         await Recovery(store, saga_of(store, tables)).sweep()
         account = await account_of(store)
         assert (account.balance, account.reserved) == (10_000, 0)
@@ -218,7 +258,7 @@ def test_a_duplicate_on_the_first_sending_is_refunded() -> None:
         store, tables = InMemoryEventStore(), FakeTables("t1")
         await funded(store)
         # Another cashier store once sent this table a higher id than ours will be.
-        tables.run("t1", BuyIn(seat=1, amount=500, command_id=str(2**62)), by=Sender("service", "cashier"))
+        tables.run("t1", BuyIn(seat=1, amount=500, player="bob", command_id=str(2**62)), by=Sender("service", "cashier"))
         settled = await saga_of(store, tables).buy_in("alice", "t1", 0, 1000, "1")
         assert (settled.outcome, settled.code) == ("refunded", "duplicate_command")
         assert (await account_of(store)).balance == 10_000

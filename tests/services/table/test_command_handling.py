@@ -25,7 +25,7 @@ from studroom.services.wire.partitioning import fnv1a_32, partition_of
 from studroom.services.table.worker import StoreWorker
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
-NOW = 1_700_000_000_000
+NOW = 1_764_601_234_567          # the clock of the commands (their ids are microseconds near it)
 
 
 class CountingStore:

@@ -27,11 +27,11 @@ def next_id() -> str:
 def seated_table() -> tuple[CommandHandler, InMemoryEventStore]:
     """Ann in seat 0, Bob in seat 1, a hand dealt: each command from its sender."""
     store = InMemoryEventStore()
-    handler = CommandHandler(store, clock=lambda: 1_700_000_000_000, seed=lambda: "ab" * 32)
+    handler = CommandHandler(store, clock=lambda: 1_764_601_234_567, seed=lambda: "ab" * 32)
     assert handler.handle("t1", OpenTable(table_id="t1", config=CONFIG, command_id=next_id()), FLOOR).ok
     for seat, name in enumerate(("ann", "bob")):
         assert handler.handle("t1", SitDown(seat=seat, player=name, command_id=next_id()), Sender("player", name)).ok
-        assert handler.handle("t1", BuyIn(seat=seat, amount=1000, command_id=next_id()), CASHIER).ok
+        assert handler.handle("t1", BuyIn(seat=seat, amount=1000, player=name, command_id=next_id()), CASHIER).ok
     return handler, store
 
 

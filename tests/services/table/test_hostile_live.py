@@ -277,7 +277,7 @@ class Live:
             for seat, name in enumerate(players):
                 await self.ok(name, table_id, SitDown(seat=seat, player=name))
             for seat in reversed(range(len(players))):      # the hand starts with the last two
-                await self.ok("cashier", table_id, BuyIn(seat=seat, amount=1000))
+                await self.ok("cashier", table_id, BuyIn(seat=seat, amount=1000, player=players[seat]))
 
     async def _connect(self, role: str, name: str) -> Any:
         nc = await self.connect_as(role, name)
@@ -411,7 +411,7 @@ async def _seat_again(live: Live, table_id: str, table: Table) -> None:
             await live.ok(name, table_id, SitOut(seat=seat, sitting_out=False))
             return
         if state.stack == 0:
-            await live.ok("cashier", table_id, BuyIn(seat=seat, amount=table.config.min_buy_in))
+            await live.ok("cashier", table_id, BuyIn(seat=seat, amount=table.config.min_buy_in, player=state.player))
             return
 
 

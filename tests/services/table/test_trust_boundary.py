@@ -148,7 +148,7 @@ async def two_players(r: Room, table_id: str, **config: Any) -> tuple[Identity, 
     await ok(floor, table_id, OpenTable(table_id=table_id, config=table_config(**config)))
     for seat, who in enumerate((ann, bob)):
         await ok(who, table_id, SitDown(seat=seat, player=who.client.name))
-        await ok(cashier, table_id, BuyIn(seat=seat, amount=1000))
+        await ok(cashier, table_id, BuyIn(seat=seat, amount=1000, player=who.client.name))
     return floor, ann, bob
 
 

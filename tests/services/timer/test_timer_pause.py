@@ -92,7 +92,8 @@ def test_R5_the_pause_between_hands_survives_the_death_of_the_timer_instance(sta
                 player = await drivers.client("player", drivers.player(table_id, seat))
                 assert (await player.send(table_id, SitDown(seat=seat, player=player.name))).ok
                 cashier = await drivers.client("service", "cashier")
-                assert (await cashier.send(table_id, BuyIn(seat=seat, amount=40 * STAKES.small_bet))).ok
+                buy_in = BuyIn(seat=seat, amount=40 * STAKES.small_bet, player=player.name)
+                assert (await cashier.send(table_id, buy_in)).ok
             # The first hand waits for a pause too; the running instance ends it.
             events = await wait_for(stack, table_id, HandStarted, 1, 20)
             first = [e for e in events if isinstance(e, PauseStarted)]

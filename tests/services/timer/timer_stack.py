@@ -211,7 +211,7 @@ class Drivers:
             player = await self.client("player", self.player(table_id, seat))
             await self._must(player, table_id, SitDown(seat=seat, player=player.name, auto_ante=True))
             await self._must(await self.client("service", "cashier"), table_id,
-                             BuyIn(seat=seat, amount=40 * STAKES.small_bet))
+                             BuyIn(seat=seat, amount=40 * STAKES.small_bet, player=player.name))
 
     @staticmethod
     def player(table_id: str, seat: int) -> str:
