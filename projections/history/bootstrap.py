@@ -49,6 +49,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         observer.poll(positions_poll("history", database_url, args.schema))
         service = HistoryService(nc, projector,
                                  HistoryDesk(database_url, args.schema))
+        observer.responder(service.door)
         try:
             await preflight(nc, jetstream=False)
             await service.start()

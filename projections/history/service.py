@@ -13,8 +13,8 @@ import contextlib
 import logging
 from typing import Any, Final
 
-from studroom.domain.errors import FORBIDDEN
 from studroom.services.wire import subjects
+from studroom.services.wire.door import Door, identified
 from studroom.services.wire.protocol import BAD_REQUEST, MAX_REQUEST_BYTES
 
 from .desk import HistoryDesk
@@ -34,6 +34,7 @@ class HistoryService:
         self.desk = desk
         self.idle_s = idle_s
         self._sub: Any = None
+        self.door = Door("history", subjects.history_sender, identities=identified(nc))
 
     async def start(self) -> None:
         """Answer requests from now on."""
@@ -53,17 +54,14 @@ class HistoryService:
                     await asyncio.wait_for(stop.wait(), self.idle_s)
 
     async def _on_request(self, msg: Any) -> None:
-        try:
-            role, name = subjects.history_sender(msg.subject)
-        except subjects.BadName as e:
-            reply = refused(FORBIDDEN, str(e))
+        visitor = await self.door.enter(msg)        # the sender's own inbox, within his quota
+        if visitor is None:
+            return
+        if len(msg.data) > MAX_REQUEST_BYTES:
+            reply = refused(BAD_REQUEST, f"a request is at most {MAX_REQUEST_BYTES} bytes")
         else:
-            if len(msg.data) > MAX_REQUEST_BYTES:
-                reply = refused(BAD_REQUEST, f"a request is at most {MAX_REQUEST_BYTES} bytes")
-            else:
-                reply = await asyncio.to_thread(self.desk.answer, role, name, msg.data)
-        if msg.reply:
-            await msg.respond(encode(reply))
+            reply = await asyncio.to_thread(self.desk.answer, visitor.role, visitor.name, msg.data)
+        await msg.respond(encode(reply))
 
     async def close(self) -> None:
         if self._sub is not None:

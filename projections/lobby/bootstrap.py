@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from studroom.services.runtime.arguments import MAX_REPLICAS, int_range, name
@@ -46,12 +47,15 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     observer = observe.start(args, settings, "lobby", stop, instance=instance_id)
     observer.add(lobby_metrics(stats))
     observer.poll(lobby_lag(observer, instance_id))
-    await serve_lobby(settings, instance_id=instance_id, replicas=args.replicas, stop=stop, stats=stats)
+    await serve_lobby(settings, instance_id=instance_id, replicas=args.replicas, stop=stop, stats=stats,
+                      on_ready=lambda service: observer.responder(service.door))
 
 
 async def serve_lobby(settings: Settings, *, instance_id: str | None = None, replicas: int = 1,
-                      stop: asyncio.Event | None = None, stats: LobbyStats | None = None) -> LobbyStats:
-    """Run one lobby instance until ``stop`` is set (forever if None); its counters."""
+                      stop: asyncio.Event | None = None, stats: LobbyStats | None = None,
+                      on_ready: Callable[[LobbyService], object] | None = None) -> LobbyStats:
+    """Run one lobby instance until ``stop`` is set (forever if None); its counters.
+    ``on_ready(service)`` is called once it is made."""
     from studroom.services.runtime import process
     from studroom.services.runtime.credentials import credentials, masked_url
     from studroom.services.runtime.embedded_nats import EmbeddedNats
@@ -76,6 +80,8 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
         try:
             await preflight(nc, sender=("service", SENDER))
             service = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
+            if on_ready is not None:
+                on_ready(service)
             log.info("lobby %s: NATS %s", instance_id, masked_url(url))
             if await _set_up(service, stop):
                 await service.run(stop)

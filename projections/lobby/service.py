@@ -1,5 +1,5 @@
 """The lobby service: the public stream into KV bucket ``studroom_lobby``, and the
-answers on ``studroom.lobby.query``.
+answers on ``studroom.lobby.query.<role>.<name>``.
 
     studroom serve lobby [--instance-id ID]
 
@@ -26,6 +26,7 @@ from studroom.domain.views import TableView
 from studroom.services.players.client import TableClient
 from studroom.services.timer.streams import ensure_consumer, wait_for_stream
 from studroom.services.wire import subjects
+from studroom.services.wire.door import Door, identified
 from studroom.services.wire.pull import PullLoop, stamp_ms
 
 from .jetstream import consumer_config, consumer_name, ensure_bucket
@@ -78,6 +79,7 @@ class LobbyService:
         self.kv: Any = None
         self.lanes: Lanes | None = None
         self.loop: PullLoop | None = None
+        self.door = Door("lobby", subjects.lobby_asker, identities=identified(nc))
 
     async def setup(self, stop: asyncio.Event | None = None) -> bool:
         """The bucket and the consumer; False if ``stop`` came while waiting for the
@@ -100,7 +102,7 @@ class LobbyService:
         sub = None
         try:
             if await _first(self.mirror.ready.wait(), stop):
-                sub = await self.nc.subscribe(subjects.lobby_query(), queue=QUEUE, cb=self._on_query)
+                sub = await self.nc.subscribe(subjects.all_lobby_queries(), queue=QUEUE, cb=self._on_query)
                 await self.loop.run(stop)
         finally:
             if sub is not None:
@@ -128,9 +130,10 @@ class LobbyService:
         await self.lanes.take(*placed)
 
     async def _on_query(self, msg: Any) -> None:
+        if await self.door.enter(msg) is None:      # not the asker's own inbox, or beyond his quota
+            return
         self.stats.queries += 1
-        if msg.reply:
-            await msg.respond(answer(self.mirror.entries(), msg.data, now_ms()))
+        await msg.respond(answer(self.mirror.entries(), msg.data, now_ms()))
 
     async def _view_of(self, table_id: str) -> TableView:
         return await self.client.view(table_id)

@@ -1,7 +1,8 @@
 """The lobby at a terminal, live: asking the lobby, following its bucket's writes
 (``studroom lobby --watch``), and following one table's public events from its lobby
 entry on (``studroom watch TABLE``).  A client like any other: it needs only what
-every identity may do (ask ``studroom.lobby.query``, read public subjects)."""
+every identity may do (ask ``studroom.lobby.query.<role>.<name>`` in its own name, read
+public subjects)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import msgspec
 from studroom.domain.events import Event
 from studroom.services.players.messages import decode_event
 from studroom.services.wire import subjects
+from studroom.services.wire.door import identity_of
 
 from .entry import LobbyEntry, decode
 from .jetstream import LOBBY_BUCKET
@@ -26,6 +28,7 @@ from .rendering import lobby_text, table_text
 CLEAR: Final = "\x1b[H\x1b[2J"      # cursor home, clear the screen
 TICK: Final = 0.5                   # seconds between redraws (the countdowns)
 BEHIND_FOR: Final = 1.0             # events beyond a gap this long: ask the lobby again
+NOBODY: Final = ("spectator", "public")   # who asks on a server without identities
 
 
 class LobbyUnavailable(Exception):
@@ -41,7 +44,8 @@ async def ask(nc: Any, query: LobbyQuery, timeout: float = 2.0) -> list[LobbyEnt
     import nats.errors
 
     try:
-        msg = await nc.request(subjects.lobby_query(), encode_query(query), timeout=timeout)
+        asker = identity_of(nc) or NOBODY
+        msg = await nc.request(subjects.lobby_query(*asker), encode_query(query), timeout=timeout)
     except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
         raise LobbyUnavailable("the lobby does not answer: is `studroom serve lobby` running?") from None
     answer = decode_answer(msg.data)

@@ -27,8 +27,7 @@ class Powers:
     subscribe: list[str]
 
 
-# Anyone may ask the lobby and follow its bucket's writes (a live lobby without JetStream).
-_LOBBY_ASK = (subjects.lobby_query(),)
+# Anyone may ask the lobby (in his own name) and follow its bucket's writes (a live lobby without JetStream).
 _LOBBY_READ = (subjects.lobby_changes(LOBBY_BUCKET),)
 
 
@@ -39,8 +38,8 @@ def _inbox(role: str, name: str) -> str:
 def player(name: str) -> Powers:
     """Commands and cashier requests for himself; public events; his own private events and inbox."""
     return Powers(
-        publish=[subjects.commands_as("player", name), subjects.cashier_requests("player", name), *_LOBBY_ASK,
-                 subjects.history_requests("player", name)],
+        publish=[subjects.commands_as("player", name), subjects.cashier_requests("player", name),
+                 subjects.lobby_query("player", name), subjects.history_requests("player", name)],
         subscribe=[subjects.all_public_events(), subjects.player_private_events(name), _inbox("player", name),
                    *_LOBBY_READ],
     )
@@ -50,16 +49,17 @@ def operator(name: str) -> Powers:
     """Operator commands (tables, live-dealer input) and cashier requests; public events; his inbox;
     the services' discovery and health (``studroom health``)."""
     return Powers(
-        publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name), *_LOBBY_ASK,
-                 subjects.history_requests("operator", name), subjects.DISCOVERY, subjects.all_health()],
+        publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name),
+                 subjects.lobby_query("operator", name), subjects.history_requests("operator", name),
+                 subjects.DISCOVERY, subjects.health_as("operator", name)],
         subscribe=[subjects.all_public_events(), _inbox("operator", name), *_LOBBY_READ],
     )
 
 
 def spectator(name: str) -> Powers:
     """Public events and the lobby only; may send no command."""
-    return Powers(publish=[*_LOBBY_ASK], subscribe=[subjects.all_public_events(), _inbox("spectator", name),
-                                                    *_LOBBY_READ])
+    return Powers(publish=[subjects.lobby_query("spectator", name)],
+                  subscribe=[subjects.all_public_events(), _inbox("spectator", name), *_LOBBY_READ])
 
 
 def service(name: str) -> Powers:
@@ -70,7 +70,7 @@ def service(name: str) -> Powers:
     own = _own_powers(name)
     replies = [] if "_INBOX.>" in own.publish else [_OPERATOR_INBOXES]
     return Powers(publish=[*own.publish, *replies],
-                  subscribe=[*own.subscribe, subjects.DISCOVERY, subjects.health(name)])
+                  subscribe=[*own.subscribe, subjects.DISCOVERY, subjects.health_asked(name)])
 
 
 _OPERATOR_INBOXES = "_INBOX.operator.>"
@@ -102,7 +102,7 @@ def _own_powers(name: str) -> Powers:
     if name == "lobby":
         return Powers(publish=["_INBOX.>", "$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby"),
                                _DEAD_LETTERS],
-                      subscribe=[subjects.lobby_query(), own_inbox, subjects.preflight_probe("service", name)])
+                      subscribe=[subjects.all_lobby_queries(), own_inbox, subjects.preflight_probe("service", name)])
     if name == "history":
         return Powers(publish=["_INBOX.>"], subscribe=[subjects.all_history_requests(), own_inbox])
     if name == "cashier":

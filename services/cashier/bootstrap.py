@@ -75,6 +75,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
                                      consumer=args.consumer, after_step=_crash_after(args.crash_after))
             await service.start()
             observer.add(cashier_metrics(service))
+            observer.responder(service.door)
             print(f"cashier {instance_id} ready: store {store.name}", flush=True)
             await service.run(stop)
             await service.close()

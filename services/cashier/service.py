@@ -22,6 +22,7 @@ from ..players.client import TableClient
 from ..store.port import EventStore
 from ..timer.streams import ensure_consumer, wait_for_stream
 from ..wire import subjects
+from ..wire.door import Door, identified
 from ..wire.pull import PullLoop
 from .books import Books
 from .cash_outs import CONSUMER, CashOuts, consumer_config
@@ -51,6 +52,7 @@ class CashierService:
         self._sub: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.answered = 0               # requests answered (the metrics')
+        self.door = Door("cashier", subjects.cashier_sender, identities=identified(nc))
 
     async def start(self) -> None:
         """Answer requests from now on."""
@@ -94,6 +96,8 @@ class CashierService:
             await asyncio.wait(set(self._tasks), timeout=10)
 
     async def _on_request(self, msg: Any) -> None:
+        if await self.door.enter(msg) is None:      # not the sender's own inbox, or beyond his quota
+            return
         task = asyncio.create_task(self._answer(msg))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -105,6 +109,5 @@ class CashierService:
             log.exception("request on %s failed", msg.subject)
             return                     # no reply: the client retries (nothing was half-done)
         self.answered += 1
-        if msg.reply:
-            with contextlib.suppress(Exception):
-                await msg.respond(encode(reply))
+        with contextlib.suppress(Exception):
+            await msg.respond(encode(reply))

@@ -128,6 +128,7 @@ class TableClient:
                 if reply.error.code not in protocol.RETRYABLE:
                     return reply
                 last = f"{reply.error.code}: {reply.error.message}"
+                pause = max(pause, (reply.error.retry_after_ms or 0) / 1000)     # rate_limited: as told
             if time.monotonic() + pause > deadline:
                 return _unavailable(f"gave up after {self.retry_for}s: {last}")
             self.retries += 1

@@ -470,7 +470,7 @@ class Drill:
             return (await client.request(Balance(player=player), timeout=1.0)).ok
 
         async def lobby() -> bool:
-            msg = await nc.request(subjects.lobby_query(), encode_query(LobbyQuery()), timeout=1.0)
+            msg = await nc.request(subjects.lobby_query("operator", PROBE), encode_query(LobbyQuery()), timeout=1.0)
             answer = decode_answer(msg.data)
             shown = {entry.table_id: entry.hand_no for entry in answer.tables}
             return answer.ok and len(after.hands) == len(self.tables) and all(

@@ -8,7 +8,8 @@ process's service identity, made in the background, retried for ever: a process
 never waits on it) on which a ``nats.micro`` service named ``studroom-<service>``
 answers ``$SRV.PING``, ``$SRV.INFO`` and ``$SRV.STATS`` (each instance: its
 instance id, pid and metrics address in the metadata; its readings in the health
-endpoint's stats) and ``studroom.health.<service>`` (one instance of the queue group).
+endpoint's stats) and ``studroom.health.<service>.operator.<name>`` (one instance of the
+queue group; only to the asking operator's own inbox, within his quota: wire/door.py).
 With ``--metrics-port`` (0: any free port) it serves ``/metrics`` and ``/healthz`` on
 127.0.0.1.  docs/design/observability.md.
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..wire import subjects
+from ..wire.door import Door, door_metrics, identified
 from .logs import FORMATS, fields
 from .metrics import Collect, Poll, Registry, gauge, log_fields
 from .settings import Settings, log_format_from_env, metrics_port_from_env
@@ -78,6 +80,9 @@ class Observer:
         self.metrics_url: str | None = None
         self._stop: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.doors: list[Door] = []          # every responder's of this process (their metrics)
+        self.door = self.responder(Door("health", subjects.health_sender, identities=True))   # see _discovery
+        self.registry.add(door_metrics(lambda: self.doors))
         self.registry.add(lambda: [gauge("up_seconds", "seconds since the process started",
                                          round(time.time() - self.started, 3))])
 
@@ -90,6 +95,11 @@ class Observer:
         self.registry.poll(poll)
         if self._stop is not None:
             self._tasks.append(asyncio.get_running_loop().create_task(poll.run(self._stop)))
+
+    def responder(self, door: Door) -> Door:
+        """A responder's door, counted in the process's metrics."""
+        self.doors.append(door)
+        return door
 
     def ready(self, readiness: Readiness) -> None:
         """A part's readiness details; ``{"ready": False, ...}`` makes the process unhealthy."""
@@ -159,6 +169,7 @@ class Observer:
                     await asyncio.wait_for(stop.wait(), RETRY_SECONDS)
         if stop.is_set():
             return
+        self.door.identities = identified(self.nc)
         metadata = {"instance": self.instance, "pid": str(os.getpid())}
         if self.metrics_url:
             metadata["metrics"] = self.metrics_url
@@ -166,11 +177,13 @@ class Observer:
             self.nc, name=f"studroom-{self.service}", version=version(), metadata=metadata,
             description=f"studroom {self.service} {self.instance}",
             stats_handler=lambda _endpoint: self.registry.readings())
-        await self.micro.add_endpoint(name="health", subject=subjects.health(self.service),
+        await self.micro.add_endpoint(name="health", subject=subjects.health_asked(self.service),
                                       handler=self._answer_health)
 
     async def _answer_health(self, request: Any) -> None:
-        await request.respond(json.dumps(self.health()).encode())
+        # the micro Request hides its message, whose reply subject the door checks
+        if await self.door.enter(request._msg) is not None:
+            await request.respond(json.dumps(self.health()).encode())
 
     async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

@@ -61,6 +61,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
 
     def ready(service: TableService) -> None:
         observer.add(table_metrics(service))
+        observer.responder(service.door)
         observer.ready(lambda: {"partitions": len(service.owned())})
         print(f"table service {service.instance_id} ready: partitions {spread(service.owned())}", flush=True)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -26,6 +26,7 @@ from ..runtime.logs import fields
 from ..store.layout import store_index
 from ..store.port import EventStore
 from ..wire import subjects
+from ..wire.door import QUOTAS, Door, Quota, identified
 from ..wire.partitioning import partition_of, partition_of_subject
 from ..wire.protocol import BAD_REQUEST, UNAVAILABLE, Reply
 from .command_handling import BadRequest, CommandHandler, decode_request, error_reply
@@ -63,6 +64,7 @@ class TableService:
         queue: str = QUEUE_GROUP,
         max_batch: int = DEFAULT_MAX_BATCH,
         replicas: int = 1,
+        quotas: Mapping[str, Quota] = QUOTAS,
     ) -> None:
         if not stores:
             raise ValueError("the table service needs at least one event store")
@@ -99,6 +101,7 @@ class TableService:
         self._stop = asyncio.Event()
         self._lease_task: asyncio.Task[None] | None = None
         self.meter = CommandMeter()             # latency and error codes (metrics.py)
+        self.door = Door("table", _command_sender, identities=identified(nc), quotas=quotas)
 
     def worker(self, partition: int) -> StoreWorker:
         return self.workers[store_index(partition, len(self.workers))]
@@ -190,7 +193,10 @@ class TableService:
         await self.nc.publish(subject, data)
 
     async def _on_message(self, msg: Any) -> None:
-        reply_to = msg.reply or None
+        visitor = await self.door.enter(msg)        # the sender's own inbox, within his quota
+        if visitor is None:
+            return
+        reply_to = visitor.reply
         self.meter.received(reply_to)
         try:
             partition = partition_of_subject(msg.subject)
@@ -219,6 +225,12 @@ class TableService:
         if reply_to:
             with contextlib.suppress(Exception):
                 await self._publish(reply_to, _encode(reply))
+
+
+def _command_sender(subject: str) -> tuple[str, str]:
+    """The (role, name) of a command subject (the door's question)."""
+    _table, role, name = subjects.sender_of(subject)
+    return role, name
 
 
 def _nudge_subject(store: EventStore) -> str | None:

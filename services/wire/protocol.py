@@ -30,10 +30,11 @@ TIMEOUT: Final = "timeout"              # the client got no reply in time (set b
 BAD_REPLY: Final = "bad_reply"          # the client got a reply it cannot decode (set by the client)
 PENDING: Final = "pending"              # a buy-in on its way: the cashier completes or undoes it (not retried)
 UNKNOWN_HAND: Final = "unknown_hand"    # no such hand in the history asked for
+RATE_LIMITED: Final = "rate_limited"    # beyond the sender's quota (services/wire/door.py): unread, retry after ``retry_after_ms``
 
 # Codes a client, a bot or the timer retries (a bounded number of times): each means the
 # command changed nothing and the same command may succeed a moment later.
-RETRYABLE: Final = frozenset({CONFLICT, UNAVAILABLE, INTERNAL, TIMEOUT})
+RETRYABLE: Final = frozenset({CONFLICT, UNAVAILABLE, INTERNAL, TIMEOUT, RATE_LIMITED})
 
 
 # Every request fits in a few hundred bytes; a larger body is refused unread.
@@ -48,9 +49,10 @@ class ViewTable(msgspec.Struct, frozen=True, tag_field="type", tag=True, forbid_
 Request = TableCommand | ViewTable
 
 
-class ErrorBody(msgspec.Struct, frozen=True):
+class ErrorBody(msgspec.Struct, frozen=True, omit_defaults=True):
     code: str
     message: str
+    retry_after_ms: int | None = None    # with ``rate_limited``: when the sender may ask again
 
 
 class Reply(msgspec.Struct, frozen=True, omit_defaults=True):

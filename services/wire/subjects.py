@@ -11,7 +11,8 @@ Commands (request/reply; who may send what: docs/design/trust.md)
     serves each partition.  A user may publish only to mapped subjects ending in his
     own role and name (the server checks permissions on the MAPPED subject), so the
     table service reads the sender from the subject (:func:`sender_of`), never from
-    the body.  Replies go to the sender's own inbox, ``_INBOX.<role>.<name>.*``.
+    the body.  Replies go to the sender's own inbox, ``_INBOX.<role>.<name>.*``, and
+    nowhere else (every responder's door: services/wire/door.py).
 
 Events (JetStream, written only by the relay)
     ``studroom.pub.<table_id>``            public view of every event (no hidden card,
@@ -38,10 +39,11 @@ Timers (JetStream stream ``STUDROOM_TIMERS``, written only by the timer service)
 
 Discovery and health (NATS micro: docs/design/observability.md)
     ``$SRV.PING|INFO|STATS[.<name>[.<id>]]``  every service instance answers
-    ``studroom.health.<service>``         one instance of the service answers
+    ``studroom.health.<service>.<role>.<name>``  an operator asks; one instance answers
 
 The lobby (KV bucket ``studroom_lobby``, written only by the lobby service)
-    ``studroom.lobby.query``               request/reply: the lobby's tables (anyone)
+    ``studroom.lobby.query.<role>.<name>`` request/reply: the lobby's tables (anyone,
+                                           in his own name)
     ``$KV.studroom_lobby.<table_id>``      every write of a table's entry (anyone may
                                            subscribe: a live lobby without JetStream)
 
@@ -236,21 +238,59 @@ def all_timer_fires() -> str:
 # The lobby (projections/lobby/; its bucket's name: projections/lobby/jetstream.py)
 
 
-def health(service: str) -> str:
-    """Where a service's instances answer "are you well" (request/reply, one answers)."""
-    return f"{PREFIX}.health.{check_name(service)}"
+HEALTH_ROLES = ("operator",)
 
 
-def all_health() -> str:
-    return f"{PREFIX}.health.>"
+def health(service: str, role: str, name: str) -> str:
+    """Where ``name`` (an operator) asks a service's instances "are you well"
+    (request/reply, one answers; only he may send here)."""
+    if role not in HEALTH_ROLES:
+        raise BadName(f"{role!r} asks no service's health")
+    return f"{PREFIX}.health.{check_name(service)}.{role}.{check_name(name)}"
+
+
+def health_asked(service: str) -> str:
+    """What a service's instances answer: every operator's health requests."""
+    return f"{PREFIX}.health.{check_name(service)}.*.*"
+
+
+def health_as(role: str, name: str) -> str:
+    """The health requests ``name`` may send: to any service, as himself."""
+    return f"{PREFIX}.health.*.{role}.{check_name(name)}"
+
+
+def health_sender(subject: str) -> tuple[str, str]:
+    """``studroom.health.<service>.<role>.<name>`` -> (role, name); BadName for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 5 or parts[:2] != [PREFIX, "health"] or parts[3] not in HEALTH_ROLES:
+        raise BadName(f"{subject!r} is not a health request subject")
+    return parts[3], check_name(parts[4])
 
 
 DISCOVERY = "$SRV.>"                  # NATS micro: $SRV.PING|INFO|STATS[.<name>[.<id>]]
 
 
-def lobby_query() -> str:
-    """Where anyone asks the lobby (request/reply, answered by one lobby instance)."""
-    return f"{PREFIX}.lobby.query"
+LOBBY_ROLES = ("player", "operator", "spectator", "service")
+
+
+def lobby_query(role: str, name: str) -> str:
+    """Where ``name`` (of any role) asks the lobby (request/reply, answered by one lobby
+    instance; only he may send here)."""
+    if role not in LOBBY_ROLES:
+        raise BadName(f"no role {role!r}")
+    return f"{PREFIX}.lobby.query.{role}.{check_name(name)}"
+
+
+def all_lobby_queries() -> str:
+    return f"{PREFIX}.lobby.query.*.*"
+
+
+def lobby_asker(subject: str) -> tuple[str, str]:
+    """``studroom.lobby.query.<role>.<name>`` -> (role, name); BadName for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 5 or parts[:3] != [PREFIX, "lobby", "query"] or parts[3] not in LOBBY_ROLES:
+        raise BadName(f"{subject!r} is not a lobby query subject")
+    return parts[3], check_name(parts[4])
 
 
 def lobby_changes(bucket: str) -> str:

@@ -60,6 +60,7 @@ from studroom.services.runtime.settings import (
 )
 from studroom.services.runtime.stats import percentile
 from studroom.services.wire import protocol, subjects
+from studroom.services.wire.door import identity_of
 
 pytestmark = pytest.mark.integration
 
@@ -216,7 +217,8 @@ def test_anyone_may_ask_the_lobby_and_only_the_lobby_writes_it(stack: Stack) -> 
         writer = await stack.connect_as("spectator", "public", error_cb=error)
 
         async def ask(nc: Any, **query: Any) -> Any:
-            msg = await nc.request(subjects.lobby_query(), encode_query(LobbyQuery(**query)), timeout=2.0)
+            msg = await nc.request(subjects.lobby_query(*identity_of(nc)), encode_query(LobbyQuery(**query)),
+                                   timeout=2.0)
             return decode_answer(msg.data)
 
         try:
@@ -234,7 +236,7 @@ def test_anyone_may_ask_the_lobby_and_only_the_lobby_writes_it(stack: Stack) -> 
             assert one.ok and [e.table_id for e in one.tables] == [TABLES[1]] and one.tables[0].hand is not None
             unknown = await ask(spectator, table="nosuchtable")
             assert not unknown.ok and unknown.error.code == protocol.UNKNOWN_TABLE
-            bad = decode_answer((await spectator.request(subjects.lobby_query(), b'{"game": 7', timeout=2.0)).data)
+            bad = decode_answer((await spectator.request(subjects.lobby_query("spectator", "public"), b'{"game": 7', timeout=2.0)).data)
             assert not bad.ok and bad.error.code == protocol.BAD_REQUEST
             assert (await ask(spectator, game="poker")).error.code == UNKNOWN_GAME  # type: ignore[union-attr]
             # Nobody but the lobby writes the bucket.

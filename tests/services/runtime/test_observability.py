@@ -117,7 +117,7 @@ async def _play_and_observe(nats_url: str, authority: Authority, run: str, pids:
                                                  lambda n=name: f"{n}: its counter did not move or its lag is missing")
             seen.setdefault("healthz", {})[name] = await asyncio.to_thread(_get, url.replace("/metrics", "/healthz"))
         seen["stats"] = await observer.ask("STATS")
-        seen["health"] = json.loads((await nc.request(subjects.health("table"), b"", timeout=2)).data)
+        seen["health"] = json.loads((await nc.request(subjects.health("table", "operator", "observer"), b"", timeout=2)).data)
         return seen
     finally:
         for bot in room.bots:
@@ -148,7 +148,7 @@ def test_every_service_answers_discovery_stats_and_metrics_during_a_room_run(
     assert seen["infos"]["table"]["metadata"]["instance"] == f"ob{run}-1"
     for name, info in seen["infos"].items():
         assert info["metadata"]["metrics"].startswith("http://127.0.0.1:")
-        assert [e["subject"] for e in info["endpoints"]] == [subjects.health(name)]
+        assert [e["subject"] for e in info["endpoints"]] == [subjects.health_asked(name)]
 
     # $SRV.STATS: the health endpoint's stats carry the readings; every key counter moved.
     for name, stats in seen["stats"].items():
