@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import nats.errors
 import nats.js.errors
@@ -15,15 +16,15 @@ import pytest
 from cashier_stack import CONFIG, CashierStack, People, eventually, must, play
 from studroom.domain.account import (
     BuyInConfirmed,
-    BuyInRefunded,
     BuyInReserved,
     CashedOut,
     Deposited,
     Withdrawn,
 )
-from studroom.domain.commands import Leave
+from studroom.domain.commands import BuyIn, Leave, SitOut
 from studroom.domain.errors import (
     BAD_AMOUNT,
+    BAD_COMMAND_ID,
     DUPLICATE_COMMAND,
     DUPLICATE_REFERENCE,
     FORBIDDEN,
@@ -115,21 +116,22 @@ def test_a_buy_in_debits_the_account_and_credits_the_seat_exactly_once(stack: Ca
     assert sum(e.amount for e in events if isinstance(e, BuyInConfirmed)) == 2000
 
 
-def test_R3_a_buy_in_over_the_tables_maximum_is_refunded(stack: CashierStack, name: str) -> None:
+def test_R3_a_buy_in_over_the_tables_maximum_is_refused_at_the_door(stack: CashierStack, name: str) -> None:
     stack.cashier()
     table, alice = f"{name}-t", f"{name}-alice"
 
     async def scenario(people: People) -> None:
         mine = await people.seated(table, alice, 10_000)
         reply = await mine.buy_chips(table, 0, CONFIG.max_buy_in + 1)  # type: ignore[operator]
-        assert (reply.ok, reply.outcome, code(reply)) == (False, "refunded", OVER_MAX_BUY_IN)
+        assert (reply.ok, reply.outcome, code(reply)) == (False, None, OVER_MAX_BUY_IN)
         after = await mine.balance()
         assert (after.balance, after.reserved) == (10_000, 0)
         assert code(await mine.buy_chips(table, 0, 20_000)) == INSUFFICIENT_FUNDS
 
     play(stack, scenario)
     assert stack.bought(table) == []
-    assert [type(e) for e in stack.account_events(alice)] == [Deposited, BuyInReserved, BuyInRefunded]
+    assert [type(e) for e in stack.account_events(alice)] == [Deposited]      # nothing reserved, nothing refunded
+    assert stack.desk_events(table) == []
 
 
 def test_R3_top_ups_between_hands_and_none_during_a_hand(stack: CashierStack, name: str) -> None:
@@ -152,7 +154,7 @@ def test_R3_top_ups_between_hands_and_none_during_a_hand(stack: CashierStack, na
 
         await eventually(dealt, what="a hand starts")
         reply = await mine.buy_chips(table, 0, 500)
-        assert (reply.outcome, code(reply)) == ("refunded", HAND_IN_PROGRESS)
+        assert (reply.outcome, code(reply)) == (None, HAND_IN_PROGRESS)     # refused at the door
         after = await mine.balance()
         assert (after.balance, after.reserved) == (8500, 0)
 
@@ -233,3 +235,57 @@ def test_an_operator_moves_money_from_the_command_line(stack: CashierStack, name
     assert statement.returncode == 0, statement.stderr
     rows = statement.stdout.splitlines()
     assert len(rows) == 2 and rows[1].split(",")[2:5] == ["Deposited", "2500", "2500"]
+
+
+def test_a_buy_in_is_the_players_own_and_an_extreme_command_id_locks_nobody_out(
+        stack: CashierStack, name: str) -> None:
+    """Issue 16: mallory bought 300 into victim's seat; a command id of 2**63-1 locked its
+    sender out of the table for its life.  Both refused with their codes, nothing stored."""
+    stack.cashier()
+    table, victim, mallory = f"{name}-t", f"{name}-victim", f"{name}-mallory"
+    floods = 50
+
+    async def scenario(people: People) -> None:
+        await people.open_table(table, players=(victim, mallory))
+        for player in (victim, mallory):
+            await people.fund(player, 5000)
+        assert (await (await people.cashier("player", victim)).buy_chips(table, 0, 1000)).ok
+        stored = len(stack.table_events(table))
+        theirs = await people.cashier("player", mallory)
+        started = time.perf_counter()
+        for _ in range(floods):
+            reply = await theirs.buy_chips(table, 0, 300)
+            assert (reply.ok, reply.outcome, code(reply)) == (False, None, FORBIDDEN), reply
+        took = time.perf_counter() - started
+        print(f"{floods} buy-ins into another's seat: refused in {took * 1000 / floods:.1f} ms each, "
+              f"{len(stack.account_events(mallory)) - 1} cashier events, "
+              f"{len(stack.table_events(table)) - stored} table events stored")
+        balance = await theirs.balance()
+        assert (balance.balance, balance.reserved) == (5000, 0)
+        view = await (await people.table("player", victim)).view(table)
+        assert [(s.player, s.stack) for s in view.seats] == [(victim, 1000), (mallory, 0)]
+        # The table refuses it too, should a cashier send it (nothing stored either).
+        cashier = await people.table("service", "cashier")
+        for buy_in in (BuyIn(seat=0, amount=300, player=mallory), BuyIn(seat=0, amount=300)):
+            assert code(await cashier.send(table, buy_in)) == FORBIDDEN
+        assert len(stack.table_events(table)) == stored
+        # Command ids far ahead of the room's clock: refused, and mallory still acts and leaves.
+        hers = await people.table("player", mallory)
+        day_ahead = (time.time_ns() // 1000) + 86_400_000_000
+        for far in (2**63 - 1, day_ahead):
+            assert code(await hers.send(table, SitOut(seat=1, command_id=str(far)))) == BAD_COMMAND_ID
+            buy = BuyChips(table_id=table, seat=1, amount=1000, request_id=str(far))
+            assert code(await theirs.request(buy)) == BAD_COMMAND_ID
+        assert len(stack.table_events(table)) == stored
+        await must(hers, table, SitOut(seat=1))                 # no hand deals: he leaves at once
+        assert (await theirs.buy_chips(table, 1, 1000)).ok
+        await must(hers, table, Leave(seat=1))
+
+        async def cashed_out() -> bool:
+            return (await theirs.balance()).balance == 5000
+
+        await eventually(cashed_out, what="mallory's chips are back in his account")
+
+    play(stack, scenario)
+    assert [type(e) for e in stack.account_events(mallory)] == [Deposited, BuyInReserved, BuyInConfirmed, CashedOut]
+    assert [(b.seat, b.amount) for b in stack.bought(table)] == [(0, 1000), (1, 1000)]
