@@ -22,6 +22,9 @@ from studroom.services.wire.pull import shared_consumer
 LOBBY_BUCKET: Final = "studroom_lobby"       # key = table id, value = a LobbyEntry (entry.py)
 CONSUMER_PREFIX: Final = "studroom_lobby_"   # + instance id: its consumer of STUDROOM_PUBLIC
 UNUSED_FOR: Final = 7 * 24 * 3600.0          # seconds: the public stream's retention (relay)
+MAX_ENTRY: Final = 32 * 1024                 # bytes of one entry: 8 seats, a hand, the hour take 2.5 kB, 5 kB
+                                             # with 64-character names
+MAX_TABLES: Final = 4096                     # tables the lobby keeps (a full list answer holds about 3,000)
 
 
 def consumer_name(instance_id: str) -> str:
@@ -40,10 +43,14 @@ def consumer_config(instance_id: str, ack_wait: float = 3.0) -> ConsumerConfig:
 
 
 def bucket_config(replicas: int = 1) -> KeyValueConfig:
+    """One value per table, bounded: ``MAX_TABLES`` entries of ``MAX_ENTRY`` bytes at most.
+    Only the lobby service may write it (services/auth/powers.py)."""
     return KeyValueConfig(bucket=LOBBY_BUCKET, history=1, replicas=replicas, storage=StorageType.FILE,
-                          direct=True, description="studroom lobby: every table's public picture")
+                          direct=True, description="studroom lobby: every table's public picture",
+                          max_value_size=MAX_ENTRY, max_bytes=MAX_TABLES * MAX_ENTRY)
 
 
 async def ensure_bucket(js: Any, replicas: int = 1) -> Any:
-    """The lobby's bucket, created if missing (by this or another instance)."""
+    """The lobby's bucket, created if missing (by this or another instance), its bounds
+    brought up to date."""
     return await declared.ensure_bucket(js, bucket_config(replicas))

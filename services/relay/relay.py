@@ -18,13 +18,13 @@ from typing import Any
 import nats.errors
 from ..runtime import process
 from ..wire import subjects
-from ..wire.dead_letters import DeadLetters
+from ..wire.dead_letters import DeadLetters, open_bucket
 from .bus import bus, pause, raise_if_cancelled
 from .config import RelayConfig
 from .errors import BusError
 from .publisher import Publisher
 from .store_relay import StoreRelay, StoreStats
-from .streams import dead_letter_bucket, ensure_bucket, ensure_streams, position_bucket
+from .streams import ensure_bucket, ensure_streams, position_bucket
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class Relay:
                 )
                 await ensure_streams(js, self.config)
                 positions = await ensure_bucket(js, position_bucket(self.config))
-                dead_letters = DeadLetters(js, "relay", kv=await ensure_bucket(js, dead_letter_bucket(self.config)))
+                dead_letters = DeadLetters(js, "relay", kv=await open_bucket(js, self.config.replicas))
                 publisher = Publisher(nc)
                 await publisher.start()
                 for store in self.stores:

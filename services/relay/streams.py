@@ -1,18 +1,23 @@
 """What the relay declares in JetStream, created or brought up to date at every
-connection: the public and the private stream (each with its retention), the KV bucket
-of positions and the KV bucket of dead letters. Durability (replicas, fsync) and
-retention: docs/design/relay.md."""
+connection: the public and the private stream (each with its retention) and the KV
+bucket of positions (the bucket of dead letters is ``wire/dead_letters.py``'s).
+Durability (replicas, fsync) and retention: docs/design/relay.md."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from typing import Final
+
 from nats.js import api
-from ..wire import dead_letters, subjects
+from ..wire import subjects
 from ..wire.declared import ensure_bucket, ensure_stream
 from .config import RelayConfig
 
-__all__ = ["dead_letter_bucket", "ensure_bucket", "ensure_streams", "position_bucket", "stream_configs"]
+__all__ = ["ensure_bucket", "ensure_streams", "position_bucket", "stream_configs"]
+
+MAX_STORES: Final = 1024            # event stores a room may have (its layout records a few)
+POSITION_MAX: Final = 1024          # bytes of one position record (a few dozen in fact)
 
 
 def stream_configs(config: RelayConfig) -> list[api.StreamConfig]:
@@ -55,7 +60,8 @@ async def ensure_streams(js: Any, config: RelayConfig = RelayConfig()) -> None:
 
 
 def position_bucket(config: RelayConfig) -> api.KeyValueConfig:
-    """One position record per store (``position.py``)."""
+    """One position record per store (``position.py``), bounded: a record's size, and
+    room for ``MAX_STORES`` of them (and their headers)."""
     return api.KeyValueConfig(
         bucket=subjects.RELAY_BUCKET,
         description="Studroom relay: position per event store",
@@ -63,9 +69,6 @@ def position_bucket(config: RelayConfig) -> api.KeyValueConfig:
         storage=api.StorageType.FILE,
         replicas=config.replicas,
         direct=True,
+        max_value_size=POSITION_MAX,
+        max_bytes=MAX_STORES * 2 * POSITION_MAX,
     )
-
-
-def dead_letter_bucket(config: RelayConfig) -> api.KeyValueConfig:
-    """The messages set aside (``wire/dead_letters.py``), with the relay's replicas."""
-    return dead_letters.bucket_config(config.replicas)

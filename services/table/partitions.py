@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 LEASE_BUCKET = "studroom_leases"
 DEFAULT_LEASE_TTL = 3.0          # seconds
+LEASE_MAX_VALUE = 1024           # bytes of a lease or an instance's announcement (under 100 in fact)
+LEASE_MAX_BYTES = 1 << 20        # the bucket: the partitions' leases and every live instance's, many times over
 
 # --------------------------------------------------------------------------- leases
 
@@ -114,6 +116,8 @@ class LeaseManager:
         import nats.js.api as api
         import nats.js.errors as jserr
 
+        from ..wire.declared import ensure_limits
+
         try:
             self.kv = await self.js.key_value(self.bucket)  # type: ignore[attr-defined]
         except jserr.BucketNotFoundError:
@@ -125,9 +129,14 @@ class LeaseManager:
                     storage=api.StorageType.MEMORY,
                     replicas=self.replicas,
                     description="studroom table-service partition leases",
+                    max_value_size=LEASE_MAX_VALUE,
+                    max_bytes=LEASE_MAX_BYTES,
                 )
             except jserr.APIError:      # created meanwhile by another instance
                 self.kv = await self.js.key_value(self.bucket)  # type: ignore[attr-defined]
+        # Bounded, also a bucket made before the bounds (its TTL is kept: below).
+        await ensure_limits(self.js, api.StreamConfig(name=f"KV_{self.bucket}", max_bytes=LEASE_MAX_BYTES,
+                                                      max_msg_size=LEASE_MAX_VALUE, discard=None))
         info = await self.js.stream_info(f"KV_{self.bucket}")  # type: ignore[attr-defined]
         if info.config.max_age:
             if abs(info.config.max_age - self.ttl) > 1e-3:

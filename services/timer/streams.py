@@ -30,10 +30,15 @@ log = logging.getLogger("studroom.timer")
 
 TURNS_CONSUMER = "studroom_timer"            # on STUDROOM_PUBLIC: TurnStarted
 FIRES_CONSUMER = "studroom_timer_fire"       # on STUDROOM_TIMERS: fired timers
+TIMERS_MAX_BYTES = 64 * 1024 * 1024          # one schedule per table and the fires not yet taken: a few kB each
+TIMER_MAX_SIZE = 64 * 1024                   # bytes of one schedule or fire (a few hundred in fact)
 
 
 def timer_stream_config(replicas: int = 1) -> StreamConfig:
-    """``STUDROOM_TIMERS``: schedules on, work queue, file storage."""
+    """``STUDROOM_TIMERS``: schedules on, work queue, file storage; bounded (full, it
+    drops its oldest messages: the server allows message schedules no other way; only
+    the timer service writes it, a schedule per table, and its wheel fires the turns
+    whatever the stream keeps; docs/design/timer.md)."""
     return StreamConfig(
         name=subjects.TIMER_STREAM,
         subjects=[subjects.all_timer_schedules(), subjects.all_timer_fires()],
@@ -42,6 +47,8 @@ def timer_stream_config(replicas: int = 1) -> StreamConfig:
         num_replicas=replicas,
         allow_msg_schedules=True,
         allow_direct=True,
+        max_bytes=TIMERS_MAX_BYTES,
+        max_msg_size=TIMER_MAX_SIZE,
         description="studroom timer service: one pending turn timer per table, fired timers",
     )
 

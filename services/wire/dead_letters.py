@@ -7,16 +7,24 @@ in KV bucket ``studroom_dead_letters``, with an ERROR line and a counter (the al
 and the pipeline goes on.  A record says where the message is and why, never a
 private copy's body (a player's down cards).  Why a bucket, what an operator does:
 docs/design/relay.md, "Dead letters".
+
+The bucket is bounded (:func:`bucket_config`): a record is at most ``MAX_RECORD``
+bytes (a longer body is cut, the subject and the reason stay), records go after
+``KEPT_FOR``, and when the bucket holds ``MAX_BYTES`` the oldest go first, so a
+new alarm is always recorded.  A key is where the message was (a stream sequence, a
+store's notification id), which nobody but the server and the store chooses; a value
+found under it that is no record of that message (written there by someone else) is
+replaced and the replacement logged.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgspec
 import nats.js.errors
-from nats.js.api import KeyValueConfig, StorageType
+from nats.js.api import DiscardPolicy, KeyValueConfig, StorageType
 
 from . import subjects
 
@@ -25,6 +33,9 @@ log = logging.getLogger("studroom.dead_letters")
 DEAD_LETTER_BUCKET = "studroom_dead_letters"   # JetStream KV: one record per message set aside
 SHOWN = 200      # characters of a table id, a subject or a reason kept in a record (one may be huge)
 BODY_SHOWN = 2000  # characters of a consumed message's body kept in its record
+MAX_RECORD: Final = 8 * 1024                  # bytes of one record, at most (the bucket refuses more)
+MAX_BYTES: Final = 64 * 1024 * 1024           # bytes of the whole bucket: then the oldest records go
+KEPT_FOR: Final = 7 * 24 * 3600.0             # seconds a record is kept (the streams' retention)
 
 
 class Letter(Protocol):
@@ -69,31 +80,73 @@ class Undelivered(msgspec.Struct, frozen=True):
         return (f"message {self.seq} of {self.stream} on {self.subject} for consumer {self.consumer}, "
                 f"delivery {self.delivered}: {self.reason}")
 
+    def fitted(self, limit: int) -> Undelivered:
+        """Its body cut until the record fits ``limit`` bytes (a body of escaped characters
+        takes up to six bytes a character); none if nothing of it fits."""
+        letter = self
+        while len(msgspec.json.encode(letter)) > limit and letter.body:
+            letter = msgspec.structs.replace(letter, body=cut(self.body or "", len(letter.body) // 2)
+                                             if len(letter.body) > 64 else None)
+        return letter
+
 
 def cut(text: str, shown: int = SHOWN) -> str:
     return text if len(text) <= shown else f"{text[:shown]}... ({len(text)} characters)"
 
 
 def bucket_config(replicas: int = 1) -> KeyValueConfig:
-    """The records, kept until an operator deletes them: they are few, each one a bug
-    or an attack that got past the door."""
+    """The records, kept ``KEPT_FOR`` or until an operator deletes them: they are few,
+    each one a bug or an attack that got past the door; bounded all the same (above).
+    Declared with :data:`DISCARD` (:func:`open_bucket`)."""
     return KeyValueConfig(
         bucket=DEAD_LETTER_BUCKET,
         description="Studroom: messages set aside (unpublishable, or no consumer could handle them)",
         history=1,
         storage=StorageType.FILE,
         replicas=replicas,
+        max_value_size=MAX_RECORD,
+        max_bytes=MAX_BYTES,
+        ttl=KEPT_FOR,
     )
 
 
+DISCARD: Final = DiscardPolicy.OLD      # a full bucket drops its oldest records, never a new alarm
+
+
 async def set_aside(kv: Any, letter: Letter) -> bool:
-    """Record ``letter``; False if it was recorded before (a batch relayed again after a
-    restart, a message whose acknowledgement was lost)."""
+    """Record ``letter`` (cut to ``MAX_RECORD`` bytes); False if it was recorded before (a
+    batch relayed again after a restart, a message whose acknowledgement was lost)."""
+    data = encode(letter)
     try:
-        await kv.create(letter.key, msgspec.json.encode(letter))
+        await kv.create(letter.key, data)
     except nats.js.errors.KeyWrongLastSequenceError:
-        return False
+        return not await _recorded(kv, letter, data)
     return True
+
+
+def encode(letter: Letter) -> bytes:
+    """The record as stored; a body cut to fit ``MAX_RECORD`` (the other fields are cut at
+    ``SHOWN`` characters, and only a consumed message's record has a body)."""
+    data = msgspec.json.encode(letter)
+    if len(data) > MAX_RECORD and isinstance(letter, Undelivered):
+        data = msgspec.json.encode(letter.fitted(MAX_RECORD))
+    return data
+
+
+async def _recorded(kv: Any, letter: Letter, data: bytes) -> bool:
+    """Does ``letter``'s key hold a record of its message (the same kind, the same key:
+    the same message set aside before, perhaps at another delivery)?  If another value
+    was put there first, it is replaced: False."""
+    held = await kv.get(letter.key)
+    try:
+        if msgspec.json.decode(held.value or b"", type=type(letter)).key == letter.key:
+            return True
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        pass
+    log.warning("dead letters: key %s held a value that is no record of its message (%d bytes): replaced",
+                letter.key, len(held.value or b""))
+    await kv.update(letter.key, data, last=held.revision)
+    return False
 
 
 class DeadLetters:
@@ -122,7 +175,8 @@ class DeadLetters:
 
 
 async def open_bucket(js: Any, replicas: int = 1) -> Any:
-    """The dead-letter bucket, created if missing (by this or another process)."""
+    """The dead-letter bucket, created if missing (by this or another process), its
+    bounds brought up to date."""
     from .declared import ensure_bucket
 
-    return await ensure_bucket(js, bucket_config(replicas))
+    return await ensure_bucket(js, bucket_config(replicas), DISCARD)

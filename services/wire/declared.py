@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 import nats.js.errors
-from nats.js.api import ConsumerConfig, KeyValueConfig, StreamConfig
+from nats.js.api import ConsumerConfig, DiscardPolicy, KeyValueConfig, StreamConfig
 
 log = logging.getLogger("studroom.declared")
 
@@ -18,7 +18,8 @@ log = logging.getLogger("studroom.declared")
 # a field the declaration leaves unset (None, 0, False: the server's default) is the
 # operator's.  Storage and retention cannot
 # change on a live stream: a difference there is logged, not fixed.
-UPDATED_FIELDS = ("max_age", "max_bytes", "duplicate_window", "allow_direct", "allow_msg_schedules")
+UPDATED_FIELDS = ("max_age", "max_bytes", "max_msg_size", "discard", "duplicate_window", "allow_direct",
+                  "allow_msg_schedules")
 FIXED_FIELDS = ("storage", "retention")
 
 CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"
@@ -37,7 +38,7 @@ def drift(have: StreamConfig, wanted: StreamConfig) -> dict[str, Any]:
         changes["subjects"] = sorted(set(have.subjects or []) | set(wanted.subjects or []))
     for name in UPDATED_FIELDS:
         want, got = getattr(wanted, name), getattr(have, name)
-        if not want:
+        if not want or want == -1:                     # -1: the client's "no limit", never declared
             continue
         same = abs((got or 0) - want) <= 1e-3 if isinstance(want, float) else got == want
         if not same:
@@ -59,7 +60,16 @@ async def ensure_stream(js: Any, wanted: StreamConfig) -> str:
             if e.err_code != 10058:                   # 10058: created meanwhile by another instance
                 raise _refused(wanted.name, "created", e) from e
             info = await js.stream_info(wanted.name)
-    have = info.config
+    return await _bring_up_to_date(js, info.config, wanted)
+
+
+async def ensure_limits(js: Any, wanted: StreamConfig) -> str:
+    """Bring the existing stream ``wanted.name`` up to ``wanted``'s declared fields (a
+    KV bucket's stream, made by the client's own ``create_key_value``)."""
+    return await _bring_up_to_date(js, (await js.stream_info(wanted.name)).config, wanted)
+
+
+async def _bring_up_to_date(js: Any, have: StreamConfig, wanted: StreamConfig) -> str:
     for name in FIXED_FIELDS:
         if getattr(wanted, name) is not None and getattr(have, name) != getattr(wanted, name):
             log.warning("stream %s has %s %s (declared: %s); it cannot change on a live stream",
@@ -92,13 +102,23 @@ async def ensure_consumer(js: Any, stream: str, config: ConsumerConfig) -> None:
         log.info("consumer %s exists with other settings; using it: %s", config.durable_name, e.description)
 
 
-async def ensure_bucket(js: Any, bucket: KeyValueConfig) -> Any:
-    """The KV bucket, created if missing (by this or another instance)."""
+def bucket_limits(bucket: KeyValueConfig, discard: DiscardPolicy | None = None) -> StreamConfig:
+    """What a declaration keeps up to date on a KV bucket's stream: its bounds (bytes,
+    a value's size, age) and, if given, what goes when it is full (the client creates
+    every bucket refusing new writes)."""
+    return StreamConfig(name=f"KV_{bucket.bucket}", max_bytes=bucket.max_bytes, max_msg_size=bucket.max_value_size,
+                        max_age=bucket.ttl, discard=discard)
+
+
+async def ensure_bucket(js: Any, bucket: KeyValueConfig, discard: DiscardPolicy | None = None) -> Any:
+    """The KV bucket, created if missing (by this or another instance), its bounds
+    brought up to date (:func:`bucket_limits`)."""
     try:
-        return await js.key_value(bucket.bucket)
+        kv = await js.key_value(bucket.bucket)
     except nats.js.errors.BucketNotFoundError:
-        pass
-    try:
-        return await js.create_key_value(bucket)
-    except nats.js.errors.BadRequestError:
-        return await js.key_value(bucket.bucket)       # another instance won
+        try:
+            kv = await js.create_key_value(bucket)
+        except nats.js.errors.BadRequestError:
+            kv = await js.key_value(bucket.bucket)       # another instance won
+    await ensure_limits(js, bucket_limits(bucket, discard))
+    return kv

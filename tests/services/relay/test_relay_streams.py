@@ -12,9 +12,9 @@ import pytest
 from nats.js import api
 from studroom.services.relay.bootstrap import add_arguments, relay_config
 from studroom.services.relay.config import RelayConfig
+from studroom.services.wire import dead_letters
 from studroom.services.wire.dead_letters import DEAD_LETTER_BUCKET
 from studroom.services.relay.streams import (
-    dead_letter_bucket,
     ensure_bucket,
     ensure_streams,
     position_bucket,
@@ -29,7 +29,7 @@ class FakeJetStream:
     """Streams and buckets by name; records every change asked for."""
 
     def __init__(self, streams: dict[str, api.StreamConfig] | None = None, buckets: tuple[str, ...] = ()) -> None:
-        self.streams = dict(streams or {})
+        self.streams = dict(streams or {}) | {f"KV_{b}": api.StreamConfig(name=f"KV_{b}") for b in buckets}
         self.buckets = set(buckets)
         self.added: list[api.StreamConfig] = []
         self.updated: list[api.StreamConfig] = []
@@ -53,6 +53,8 @@ class FakeJetStream:
 
     async def create_key_value(self, config: api.KeyValueConfig) -> str:
         self.created_kv.append(config)
+        self.streams[f"KV_{config.bucket}"] = api.StreamConfig(name=f"KV_{config.bucket}", max_bytes=config.max_bytes,
+                                                              max_msg_size=config.max_value_size)
         return f"new kv {config.bucket}"
 
 
@@ -122,19 +124,23 @@ def test_a_private_stream_created_without_retention_gets_it() -> None:
 
 def test_the_buckets_of_positions_and_dead_letters() -> None:
     config = RelayConfig(replicas=3)
-    positions, dead = position_bucket(config), dead_letter_bucket(config)
+    positions, dead = position_bucket(config), dead_letters.bucket_config(3)
     assert (positions.bucket, dead.bucket) == (subjects.RELAY_BUCKET, DEAD_LETTER_BUCKET)
     for bucket in (positions, dead):
         assert (bucket.history, bucket.replicas, bucket.storage) == (1, 3, api.StorageType.FILE)
-        assert not bucket.ttl                                 # kept until deleted
+        assert bucket.max_bytes and bucket.max_value_size and bucket.max_bytes > 100 * bucket.max_value_size
+    assert not positions.ttl                                  # kept until deleted
+    assert dead.ttl == 7 * DAY                                # as long as the streams keep their messages
 
 
-def test_a_missing_bucket_is_created_and_an_existing_one_used() -> None:
+def test_a_missing_bucket_is_created_an_existing_one_used_and_bounded() -> None:
     config = RelayConfig()
     js = FakeJetStream(buckets=(subjects.RELAY_BUCKET,))
     assert asyncio.run(ensure_bucket(js, position_bucket(config))) == f"kv {subjects.RELAY_BUCKET}"
-    assert asyncio.run(ensure_bucket(js, dead_letter_bucket(config))) == f"new kv {DEAD_LETTER_BUCKET}"
-    assert js.created_kv == [dead_letter_bucket(config)]
+    [bounded] = js.updated                                    # made before the bounds: brought up to date
+    assert (bounded.name, bounded.max_bytes) == (f"KV_{subjects.RELAY_BUCKET}", position_bucket(config).max_bytes)
+    assert asyncio.run(ensure_bucket(js, dead_letters.bucket_config())) == f"new kv {DEAD_LETTER_BUCKET}"
+    assert js.created_kv == [dead_letters.bucket_config()]
 
 
 def _options(*argv: str) -> argparse.Namespace:

@@ -1,7 +1,9 @@
 """Poison never wedges a consumer (issue 12), on a real JetStream: a message the handler
 cannot handle, or that comes too often, is recorded in KV bucket studroom_dead_letters
 and acknowledged after a bounded number of deliveries, and the messages after it are
-handled."""
+handled.  The bucket is bounded (issue 16): its size, a record's size, a record's age;
+an oversize record is cut and still says where and why; a value put first under a
+letter's key does not keep the letter out."""
 
 from __future__ import annotations
 
@@ -9,10 +11,19 @@ import asyncio
 import json
 from typing import Any
 
+import msgspec
 import nats
 import pytest
-from nats.js.api import StreamConfig
-from studroom.services.wire.dead_letters import DEAD_LETTER_BUCKET
+from nats.js.api import DiscardPolicy, StreamConfig
+from studroom.services.wire.dead_letters import (
+    DEAD_LETTER_BUCKET,
+    KEPT_FOR,
+    MAX_BYTES,
+    MAX_RECORD,
+    Undelivered,
+    open_bucket,
+    set_aside,
+)
 from studroom.services.wire.declared import ensure_consumer, ensure_stream
 from studroom.services.wire.pull import PullLoop, shared_consumer
 
@@ -88,3 +99,71 @@ def test_poison_is_set_aside_acknowledged_and_the_next_message_handled(nats_url:
     assert letters["slow"]["reason"] == f"delivered {MAX_DELIVERIES + 1} times, never acknowledged"
     assert loop.dead_letters.recorded == 2
     assert (info.num_ack_pending, info.num_pending, info.num_redelivered) == (0, 0, 0)
+
+
+# ------------------------------------------------------------------------------ bounds
+
+
+def _letter(seq: int, body: str | None = "x", delivered: int = 1) -> Undelivered:
+    return Undelivered(STREAM, CONSUMER, seq, "studroom.cashier.player.mallory", delivered, "ValueError: bad", body)
+
+
+def test_the_bucket_is_bounded_and_a_bucket_made_before_the_bounds_gets_them(nats_url: str) -> None:
+    async def main() -> Any:
+        nc = await nats.connect(nats_url)
+        js = nc.jetstream()
+        try:
+            await open_bucket(js)
+            stream = f"KV_{DEAD_LETTER_BUCKET}"
+            have = (await js.stream_info(stream)).config                 # as an older version made it:
+            await js.update_stream(have.evolve(max_bytes=-1, max_msg_size=-1, max_age=0,
+                                               discard=DiscardPolicy.NEW))
+            await open_bucket(js)
+            return (await js.stream_info(stream)).config
+        finally:
+            await nc.close()
+
+    config = asyncio.run(main())
+    assert (config.max_bytes, config.max_msg_size, config.discard) == (MAX_BYTES, MAX_RECORD, DiscardPolicy.OLD)
+    assert config.max_age == KEPT_FOR == 7 * 24 * 3600
+
+
+def test_an_oversize_letter_is_cut_and_still_says_where_and_why(nats_url: str) -> None:
+    huge = "\x01" * 50_000                     # each one "\u0001" in JSON: six bytes
+    letter = _letter(10_000_001, huge)
+
+    async def main() -> bytes:
+        nc = await nats.connect(nats_url)
+        try:
+            kv = await open_bucket(nc.jetstream())
+            assert await set_aside(kv, letter)
+            return (await kv.get(letter.key)).value
+        finally:
+            await nc.close()
+
+    stored = asyncio.run(main())
+    record = json.loads(stored)
+    assert len(stored) <= MAX_RECORD < len(msgspec.json.encode(letter))
+    assert (record["subject"], record["reason"], record["seq"]) == (letter.subject, letter.reason, letter.seq)
+    assert record["body"].startswith("\x01") and record["body"].endswith("(50000 characters)")
+
+
+def test_a_value_put_first_under_a_letter_s_key_is_replaced(nats_url: str) -> None:
+    """A key is where the message is (stream, consumer, sequence); a value someone put
+    there first (a reply aimed at the bucket, say) does not keep the letter out."""
+    letter = _letter(10_000_002)
+
+    async def main() -> tuple[bool, bool, bytes]:
+        nc = await nats.connect(nats_url)
+        try:
+            kv = await open_bucket(nc.jetstream())
+            await kv.put(letter.key, b'{"ok": false, "error": {"code": "unknown_account"}}')
+            first = await set_aside(kv, letter)
+            again = await set_aside(kv, _letter(letter.seq, delivered=2))     # the same message, delivered again
+            return first, again, (await kv.get(letter.key)).value
+        finally:
+            await nc.close()
+
+    first, again, stored = asyncio.run(main())
+    assert first and not again
+    assert msgspec.json.decode(stored, type=Undelivered) == letter
