@@ -14,7 +14,7 @@ import logging
 from typing import Any, Final
 
 from studroom.services.wire import subjects
-from studroom.services.wire.door import Door, identified
+from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
 from studroom.services.wire.protocol import BAD_REQUEST, MAX_REQUEST_BYTES
 
 from .desk import HistoryDesk
@@ -34,7 +34,7 @@ class HistoryService:
         self.desk = desk
         self.idle_s = idle_s
         self._sub: Any = None
-        self.door = Door("history", subjects.history_sender, identities=identified(nc))
+        self.door = Door("history", subjects.history_sender, identities=identified(nc), quotas=QUERY_QUOTAS)
 
     async def start(self) -> None:
         """Answer requests from now on."""

@@ -26,7 +26,7 @@ from studroom.domain.views import TableView
 from studroom.services.players.client import TableClient
 from studroom.services.timer.streams import ensure_consumer, wait_for_stream
 from studroom.services.wire import subjects
-from studroom.services.wire.door import Door, identified
+from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
 from studroom.services.wire.pull import PullLoop, stamp_ms
 
 from .jetstream import consumer_config, consumer_name, ensure_bucket
@@ -79,7 +79,7 @@ class LobbyService:
         self.kv: Any = None
         self.lanes: Lanes | None = None
         self.loop: PullLoop | None = None
-        self.door = Door("lobby", subjects.lobby_asker, identities=identified(nc))
+        self.door = Door("lobby", subjects.lobby_asker, identities=identified(nc), quotas=QUERY_QUOTAS)
 
     async def setup(self, stop: asyncio.Event | None = None) -> bool:
         """The bucket and the consumer; False if ``stop`` came while waiting for the

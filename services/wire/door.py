@@ -58,6 +58,14 @@ QUOTAS: Final[Mapping[str, Quota]] = {
     "operator": Quota(rate=500, burst=2000),
 }
 
+# The lobby's and the history's: queries an honest client asks now and then (a history
+# query is a database read).
+QUERY_QUOTAS: Final[Mapping[str, Quota]] = {
+    "player": Quota(rate=10, burst=20),
+    "spectator": Quota(rate=100, burst=200),
+    "operator": Quota(rate=100, burst=500),
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Visitor:
