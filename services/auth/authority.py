@@ -4,6 +4,7 @@ An :class:`Authority` lives in a folder only the room's administrator may read
 (``<data dir>/auth`` for the embedded room)::
 
     operator.nk, account.nk, system.nk   the nkey seeds (secret)
+    operator.jwt                          the operator's JWT, kept (a server reloads only the same)
     creds/<role>.<name>.creds             one credentials file per identity (secret)
     keys.json                             every user key issued and not yet expired, by
                                           identity, and the revoked ones (no secret)
@@ -77,11 +78,19 @@ class Authority:
                                mappings=subjects.role_command_mapping(partitions),
                                connections=terms.ACCOUNT_CONNECTIONS, revocations=self.revocations())
 
+    def operator_jwt(self) -> str:
+        """The operator's JWT, made once and kept (``operator.jwt``): a server refuses to
+        reload a configuration whose trusted operator changed, even only its issue time."""
+        path = self.folder / "operator.jwt"
+        if not path.exists():
+            _write_secret(path, jwt.operator_jwt(self.operator_seed, OPERATOR, jwt.public_key(self.system_seed)))
+        return path.read_text().strip()
+
     def server_config(self, partitions: int = subjects.PARTITIONS) -> dict[str, Any]:
         """The trust part of a nats-server configuration (JSON-compatible)."""
         system = jwt.public_key(self.system_seed)
         return {
-            "operator": jwt.operator_jwt(self.operator_seed, OPERATOR, system),
+            "operator": self.operator_jwt(),
             "system_account": system,
             "resolver": "MEMORY",
             "resolver_preload": {

@@ -48,6 +48,11 @@ def _revoke_identity(role: str, args: argparse.Namespace) -> int:
         print(f"studroom {role} revoke: {e}", file=sys.stderr)
         return 2
     print(f"revoked {role} {args.name} ({keys} key{'s' * (keys != 1)}) in the Authority at {authority.folder}")
+    if not args.auth_dir:                  # the data folder's embedded NATS: its next reload or start reads it
+        from ..runtime.embedded_nats import rewrite_trust
+        from ..runtime.settings import Settings
+
+        rewrite_trust(Settings.from_env().data_dir)
     servers, named = _servers(args)
     return _push(authority, servers, named, role)
 

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,22 @@ def _signed_in(user: tuple[str, bytes] | None, nonce: str) -> dict[str, str]:
     return {"jwt": token, "sig": base64.urlsafe_b64encode(signature).rstrip(b"=").decode()}
 
 
+def rewrite_trust(data_dir: str | os.PathLike[str]) -> bool:
+    """Bring the trust part of the embedded NATS's configuration file up to date with
+    its Authority (after a revocation, which is pushed to the running server: a reload
+    of the old file would lift it).  False if there is no such file or it is an open
+    server's."""
+    path = Path(data_dir) / "nats" / "nats.conf"
+    if not path.exists():
+        return False
+    config = json.loads(path.read_text())
+    if "operator" not in config:
+        return False
+    config |= room_authority(Path(data_dir)).server_config()
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    return True
+
+
 class EmbeddedNats(ServerProcess):
     """A ``nats-server`` with JetStream, its store in ``data_dir/nats/jetstream``.
 
@@ -170,7 +187,8 @@ class EmbeddedNats(ServerProcess):
     def _ready(self) -> bool:
         probe = None
         if self.authority is not None:
-            probe = self.authority.user("readiness-probe", publish=[_READY_API], subscribe=[_READY_INBOX])
+            probe = self.authority.user("readiness-probe", publish=[_READY_API], subscribe=[_READY_INBOX],
+                                        expires=int(time.time()) + 60)
         return nats_jetstream_ready(self.port, user=probe)
 
     def _pid_file(self) -> Path:

@@ -182,3 +182,35 @@ def test_a_cluster_from_cluster_conf_keeps_out_a_server_without_the_certificate_
             assert nodes[0].route_names() == {"nats-2"}
             assert all(not rogue.route_names() for rogue in rogues.values())
             assert "Authentication Failure" in nodes[0].log.read_text()
+
+
+@pytest.mark.integration
+def test_a_revocation_pushed_to_one_node_disconnects_the_player_on_another(
+        etc_nats: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`studroom player revoke` names one node; every node of the cluster takes the
+    account's new revocation list (the system account's update subject reaches them all)."""
+    ports = [free_port(), free_port(), free_port()]          # the third node stays down
+    nodes = [Server((folder := node(etc_nats, name, port)) / "cluster.conf", folder, route_env(name, ports),
+                    ca=ca_of(etc_nats))
+             for name, port in (("nats-1", ports[0]), ("nats-2", ports[1]))]
+    auth = str(etc_nats / "auth")
+    creds = Path(studroom_cli("player", "add", "mallory", "--auth-dir", auth).strip())
+    monkeypatch.setenv(NATS_CA_VAR, str(ca_of(etc_nats)))
+
+    async def scenario() -> None:
+        closed = asyncio.Event()
+
+        async def on_closed() -> None:
+            closed.set()
+
+        mallory = await nats.connect(nodes[1].url, user_credentials=str(creds), closed_cb=on_closed,
+                                     **process.tls_options(nodes[1].url))
+        told = await asyncio.to_thread(studroom_cli, "player", "revoke", "mallory", "--auth-dir", auth,
+                                       "--servers", nodes[0].url, env={NATS_CA_VAR: str(ca_of(etc_nats))})
+        assert told.splitlines()[-1].startswith("2 running NATS servers closed its connections")
+        await asyncio.wait_for(closed.wait(), 5)
+        assert not mallory.is_connected
+
+    with running(*nodes):
+        nodes[0].wait_until(lambda: "nats-2" in nodes[0].route_names(), "the two nodes did not form routes")
+        asyncio.run(scenario())

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import nats
+import nats.errors
 import pytest
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
+from studroom.services.runtime.embedded_nats import EmbeddedNats
 from studroom.services.runtime.server_process import free_port
 
 
@@ -75,3 +79,35 @@ def test_revoke_disconnects_a_connected_operator_at_once(secure_nats_url: str, a
         assert not nc.is_connected
 
     asyncio.run(scenario())
+
+
+@pytest.mark.integration
+def test_revoke_in_a_running_embedded_room_holds_across_a_reload(private_dir: Path) -> None:
+    """No flag: the data folder's running NATS is told, and its configuration file is
+    written anew, so that a reload (SIGHUP) keeps the revocation."""
+    env = {"STUDROOM_DATA_DIR": str(private_dir), "STUDROOM_NATS_URL": ""}
+    with EmbeddedNats(private_dir) as server:
+        creds = Path(studroom("player", "add", "mallory", env=env).stdout.strip())
+        kept = private_dir / "kept.creds"
+        kept.write_text(creds.read_text())
+
+        async def refused() -> bool:
+            try:
+                nc = await nats.connect(server.url, user_credentials=str(kept), allow_reconnect=False,
+                                        max_reconnect_attempts=0, connect_timeout=2)
+            except nats.errors.Error:
+                return True
+            await nc.close()
+            return False
+
+        assert not asyncio.run(refused())
+        done = studroom("player", "revoke", "mallory", env=env)
+        assert done.returncode == 0 and "1 running NATS server closed" in done.stdout, done.stdout + done.stderr
+        assert asyncio.run(refused())
+        assert server.pid is not None
+        os.kill(server.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "Reloaded server configuration" not in server.log_path.read_text():
+            assert time.monotonic() < deadline, server.log_path.read_text()[-1500:]
+            time.sleep(0.05)
+        assert asyncio.run(refused())
