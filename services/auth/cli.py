@@ -115,13 +115,36 @@ def _server_config(args: argparse.Namespace) -> int:
 
 
 def _service_creds(args: argparse.Namespace) -> int:
-    """Each service's credentials, issued once and renewed past half their lifetime."""
+    """Each service's credentials, issued once and renewed past half their lifetime;
+    with ``--into``, installed there (0400, ``--owner``'s) for the services to read: run
+    it again often (deploy/systemd/studroom-creds.timer) and the services reconnect
+    with the renewed files before the old ones end."""
     from .powers import SERVICES
 
     authority = _authority(args)
     for name in SERVICES:
-        print(authority.ensure("service", name))
+        path = authority.ensure("service", name)
+        print(_install(path, Path(args.into), args.owner) if args.into else path)
     return 0
+
+
+def _install(path: Path, folder: Path, owner: str | None) -> Path:
+    """A copy of the credentials ``path`` in ``folder``, replaced at once, mode 0400,
+    owned by ``owner`` (a user name or id) if given."""
+    import os
+    import pwd
+    import shutil
+    import tempfile
+
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.")
+    os.close(fd)
+    shutil.copyfile(path, temporary)
+    os.chmod(temporary, 0o400)
+    if owner is not None:
+        uid = int(owner) if owner.isdigit() else pwd.getpwnam(owner).pw_uid
+        os.chown(temporary, uid, -1)
+    os.replace(temporary, folder / path.name)
+    return folder / path.name
 
 
 def _tls(args: argparse.Namespace) -> int:
@@ -171,4 +194,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     for parser, run in ((config, _server_config), (creds, _service_creds)):
         parser.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
         parser.set_defaults(run=run)
+    creds.add_argument("--into", default=None, help="install a copy of each there (0400) and print those paths")
+    creds.add_argument("--owner", default=None, help="the copies' owner (user name or id; needs root)")
     _add_tls_command(what)

@@ -111,3 +111,24 @@ def test_revoke_in_a_running_embedded_room_holds_across_a_reload(private_dir: Pa
             assert time.monotonic() < deadline, server.log_path.read_text()[-1500:]
             time.sleep(0.05)
         assert asyncio.run(refused())
+
+
+def test_service_creds_installs_copies_the_services_read_and_renews_them(tmp_path: Path) -> None:
+    auth, into = str(tmp_path / "auth"), tmp_path / "etc-creds"
+    into.mkdir()
+    first = studroom("auth", "service-creds", "--auth-dir", auth, "--into", str(into), "--owner", str(os.getuid()))
+    assert first.returncode == 0, first.stderr
+    installed = [Path(p) for p in first.stdout.split()]
+    assert all(p.parent == into and oct(p.stat().st_mode & 0o777) == "0o400" for p in installed)
+    table = Authority(Path(auth)).creds_path("service", "table")
+    assert (into / table.name).read_text() == table.read_text()
+    # Past half its life the next run renews it, and the copy follows.
+    claims = jwt.creds_claims(table.read_text())
+    token, seed = Authority(Path(auth)).user("service.table", publish=claims["nats"]["pub"]["allow"],
+                                             subscribe=claims["nats"]["sub"]["allow"],
+                                             expires=int(time.time()) + 60)
+    table.write_text(jwt.creds(token, seed))
+    assert studroom("auth", "service-creds", "--auth-dir", auth, "--into", str(into)).returncode == 0
+    renewed = jwt.creds_claims((into / table.name).read_text())
+    assert renewed["exp"] > time.time() + 3600 and renewed["sub"] != claims["sub"]
+    assert not [p for p in into.iterdir() if p.name.startswith(".")]
