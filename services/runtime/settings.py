@@ -72,9 +72,9 @@ class Settings:
                     msg = f"{NATS_URL_VAR}: expected nats://host:port, got {url!r}"
                     raise ValueError(msg)
         if self.database_url is not None and not self.database_url.startswith(_POSTGRES_SCHEMES):
-            msg = (
+            msg = (                           # not the URL itself: it may carry a password
                 f"{DATABASE_URL_VAR}: expected postgresql://user@host:port/db, "
-                f"got {self.database_url!r}"
+                f"got a URL of scheme {self.database_url.partition(':')[0]!r}"
             )
             raise ValueError(msg)
 

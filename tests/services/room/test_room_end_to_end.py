@@ -336,6 +336,7 @@ def test_room_command_runs_for_ten_seconds_and_conserves_chips() -> None:
         assert len(issued) == len(services) + 2 + 2 * 5        # the services; floor, spectator; the bots
         secrets = [line for f in issued for line in f.read_text().splitlines() if len(line) > 40]
         secrets += [f.read_text().strip() for f in (data_dir / "auth").glob("*.nk")]
+        secrets.append((data_dir / "postgres" / "password").read_text().strip())     # the database's
         logs = "".join(f.read_text(errors="replace") for f in (data_dir / "logs").glob("*.log"))
         assert not any(secret in out + result.stderr + logs for secret in secrets)
     finally:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +22,7 @@ from studroom.services.runtime.embedded_nats import EmbeddedNats, nats_server_ve
 from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
 from studroom.services.runtime.server_process import RESERVED_PORTS, EmbeddedServerError
 from studroom.services.runtime.servers import servers
-from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.settings import DATA_DIR_VAR, DATABASE_URL_VAR, NATS_CREDS_VAR, NATS_URL_VAR, Settings
 from studroom.services.wire import subjects
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -285,3 +288,78 @@ def test_postgres_restart_and_crash_keep_data(
             conn.execute("DROP TABLE IF EXISTS kept")
         if server is not embedded_postgres:
             server.stop()
+
+
+# ------------------------------------------------- PostgreSQL with a password
+
+
+def _refused_without_the_password(server: EmbeddedPostgres) -> None:
+    """Neither no password nor a wrong one gets in; the URL's does."""
+    bare = f"postgresql://postgres@127.0.0.1:{server.port}/postgres"
+    with pytest.raises(psycopg.OperationalError, match="no password supplied"):
+        psycopg.connect(bare, connect_timeout=5)
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(bare, password="guessed", connect_timeout=5)
+    with psycopg.connect(server.url_for("postgres"), connect_timeout=5) as conn:
+        assert conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = 'postgres'"
+                            ).fetchone()[0].startswith("SCRAM-SHA-256$")
+
+
+def test_the_embedded_postgres_asks_every_connection_for_its_password(
+        embedded_postgres: EmbeddedPostgres | None, private_dir: Path) -> None:
+    server = embedded_postgres or EmbeddedPostgres(private_dir).start()
+    try:
+        password = server.password_path.read_text().strip()
+        assert len(password) >= 40 and oct(server.password_path.stat().st_mode & 0o777) == "0o600"
+        assert f":{password}@" in server.url and password not in repr(server)
+        hba = [line.split() for line in (server.pgdata / "pg_hba.conf").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+        assert hba and all(line[-1] == "scram-sha-256" for line in hba), hba
+        _refused_without_the_password(server)
+        assert password not in server.log_path.read_text(errors="replace")
+    finally:
+        if server is not embedded_postgres:
+            server.stop()
+
+
+def test_a_data_folder_made_before_passwords_gets_one_at_its_next_start(private_dir: Path) -> None:
+    """A cluster of the days of trust (no password, pg_hba trusting every local user)
+    is given a password when the room starts on it again; its data stays."""
+    with EmbeddedPostgres(private_dir) as server, psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE kept (note text)")
+        conn.execute("INSERT INTO kept VALUES ('from the days of trust')")
+        conn.execute("ALTER ROLE postgres PASSWORD NULL")
+    (server.pgdata / "pg_hba.conf").write_text("host all all 127.0.0.1/32 trust\n")
+    server.password_path.unlink()
+    with EmbeddedPostgres(private_dir) as again:
+        assert again.password_path.is_file()
+        _refused_without_the_password(again)
+        with psycopg.connect(again.url) as conn:
+            assert conn.execute("SELECT note FROM kept").fetchall() == [("from the days of trust",)]
+        assert again.password_path.read_text().strip() not in again.log_path.read_text(errors="replace")
+
+
+def _studroom(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``studroom ARGS`` on the room's data in ``data_dir`` (its embedded servers)."""
+    env = {k: v for k, v in os.environ.items() if k not in (NATS_URL_VAR, DATABASE_URL_VAR, NATS_CREDS_VAR)}
+    return subprocess.run([sys.executable, "-m", "studroom.services.cli", *args], capture_output=True, text=True,
+                          check=False, timeout=120, env={**env, DATA_DIR_VAR: str(data_dir)})
+
+
+def test_the_rooms_tools_find_the_password_and_print_it_nowhere(private_dir: Path) -> None:
+    """On a stopped room's data folder (the tools start its PostgreSQL) the books and
+    the disputes; on a running one (they read its port and password) an error's
+    --debug traceback: none of them prints the password."""
+    server = EmbeddedPostgres(private_dir).start()
+    password = server.password_path.read_text().strip()
+    server.stop()
+    said = []
+    for args in (["ledger", "reconcile"], ["verify"]):
+        done = _studroom(private_dir, *args)
+        assert done.returncode == 0, f"studroom {' '.join(args)}: {done.stdout}{done.stderr}"
+        said.append(done.stdout + done.stderr)
+    with server:
+        failed = _studroom(private_dir, "history", "hands", "alice", "--debug")   # no history yet: a traceback
+        assert failed.returncode == 1 and "UndefinedTable" in failed.stderr, failed.stderr
+        said.append(failed.stdout + failed.stderr)
+    assert not [text for text in said if password in text]

@@ -56,3 +56,20 @@ def test_a_child_process_reads_the_same_settings(tmp_path: Path) -> None:
 def test_the_log_level_comes_from_the_environment_or_is_info() -> None:
     assert log_level_from_env({}) == "INFO"
     assert log_level_from_env({"STUDROOM_LOG_LEVEL": "warning "}) == "warning"
+
+
+def test_the_nats_ca_is_read_checked_and_handed_to_children(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    with pytest.raises(ValueError, match="STUDROOM_NATS_CA: no CA certificate"):
+        Settings.from_env({"STUDROOM_NATS_CA": str(ca)})
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    settings = Settings.from_env({"STUDROOM_NATS_CA": str(ca)})
+    assert settings.nats_ca == ca
+    assert settings.to_env({})["STUDROOM_NATS_CA"] == str(ca)
+    assert Settings(data_dir=tmp_path).to_env({"STUDROOM_NATS_CA": str(ca)})["STUDROOM_NATS_CA"] == str(ca)
+
+
+def test_a_bad_database_url_is_refused_without_showing_its_password() -> None:
+    with pytest.raises(ValueError, match="STUDROOM_DATABASE_URL") as refused:
+        Settings.from_env({"STUDROOM_DATABASE_URL": "postgres+psycopg://u:hunter2secret@db/room"})
+    assert "hunter2secret" not in str(refused.value)
