@@ -60,12 +60,22 @@ def test_the_authority_job_writes_the_trust_configuration_and_the_credentials(co
     job = compose["services"]["authority"]
     script = " ".join(job["command"])
     assert "studroom auth server-config --auth-dir /authority > /etc/nats/studroom-auth.conf" in script
-    assert "studroom auth service-creds --auth-dir /authority" in script
+    assert "studroom auth service-creds --auth-dir /authority --into /etc/studroom/creds --owner 10001" in script
     assert "cp /deploy/nats/studroom.conf /deploy/nats/cluster.conf /etc/nats/" in script
     assert "./nats:/deploy/nats:ro" in job["volumes"] and "authority:/authority" in job["volumes"]
     others = [name for name, service in compose["services"].items()
-              if name != "authority" and any(v.startswith("authority:") for v in service.get("volumes", []))]
+              if name not in ("authority", "creds-renewal")
+              and any(v.startswith("authority:") for v in service.get("volumes", []))]
     assert not others, f"the Authority's keys are mounted in {others}"
+
+
+def test_the_services_credentials_are_renewed_every_hour(compose: dict[str, Any]) -> None:
+    """They end after a day (docs/design/trust.md); each service reconnects with the renewed file."""
+    renewal = compose["services"]["creds-renewal"]
+    script = " ".join(renewal["command"])
+    assert "while sleep 3600" in script
+    assert "studroom auth service-creds --auth-dir /authority --into /etc/studroom/creds --owner 10001" in script
+    assert renewal["restart"] == "unless-stopped" and "ports" not in renewal
 
 
 def test_the_database_is_set_up_by_init_sql(compose: dict[str, Any]) -> None:
@@ -99,7 +109,7 @@ def test_every_service_runs_with_its_credentials_the_cluster_and_a_health_check(
             "authority": "service_completed_successfully", "database": "service_completed_successfully",
             **dict.fromkeys(NODES, "service_healthy")}
     assert services["table"]["deploy"]["replicas"] >= 2
-    assert set(services) == {*SERVED, *NODES, "authority", "postgres", "database"}
+    assert set(services) == {*SERVED, *NODES, "authority", "creds-renewal", "postgres", "database"}
 
 
 def test_the_image_installs_the_project() -> None:
@@ -121,7 +131,7 @@ def test_the_authority_jobs_script_makes_a_cluster_configuration_nats_server_acc
     assert job["entrypoint"] == ["sh", "-ec"]
     folders = {"/authority": tmp_path / "authority", "/etc/nats": tmp_path / "nats",
                "/etc/studroom/creds": tmp_path / "creds", "/deploy/nats": DEPLOY / "nats"}
-    script = job["command"][0].replace("$$", "$").replace("-o 10001 ", f"-o {os.getuid()} ")
+    script = job["command"][0].replace("$$", "$").replace("--owner 10001", f"--owner {os.getuid()}")
     for inside, outside in folders.items():
         script = script.replace(f"{inside}/", f"{outside}/").replace(f"{inside} ", f"{outside} ")
         if inside != "/deploy/nats":

@@ -23,6 +23,7 @@ INSTALLED_STUDROOM = "/opt/studroom/venv/bin/studroom"
 INSTALLED_NATS = "/usr/local/bin/nats-server"
 SERVED = sorted(set(SERVICES) - {"bot"})                 # bots are the room's own, not deployed
 REPLICATED = {"table", "relay", "timer", "lobby"}        # they create streams or buckets
+RENEWAL = UNITS / "studroom-creds.service"               # run by studroom-creds.timer, not a server
 
 
 def _read(unit: Path) -> dict[str, dict[str, list[str]]]:
@@ -67,8 +68,15 @@ def test_every_service_has_a_unit_that_connects_as_itself() -> None:
     assert "@" not in env.split("STUDROOM_NATS_URL=")[1].split("\n")[0]      # no password in the NATS URLs
 
 
+def test_the_services_speak_tls_to_nats_and_trust_the_rooms_ca() -> None:
+    settings = dict(line.split("=", 1) for line in (DEPLOY / "studroom.env").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    assert all(url.startswith("tls://") for url in settings["STUDROOM_NATS_URL"].split(","))
+    assert settings["STUDROOM_NATS_CA"].endswith("/ca.pem")
+
+
 def test_units_wait_for_the_network_and_restart_without_exhausting_the_start_limit() -> None:
-    units = sorted(UNITS.glob("*.service"))
+    units = sorted(set(UNITS.glob("*.service")) - {RENEWAL})
     assert len(units) == len(SERVED) + 1                                  # and the NATS node's
     for path in units:
         unit = _read(path)
@@ -86,7 +94,7 @@ def test_systemd_analyze_verify_finds_nothing(tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
     assert analyze, "systemd-analyze (package systemd) checks the units"
     studroom = Path(sys.executable).parent / "studroom"
-    for path in UNITS.glob("*.service"):
+    for path in [*UNITS.glob("*.service"), *UNITS.glob("*.timer")]:
         text = path.read_text().replace(INSTALLED_STUDROOM, str(studroom))
         text = text.replace(INSTALLED_NATS, str(nats_server_binary()))
         text = re.sub(r"^(User|Group)=.*$", r"\1=root", text, flags=re.MULTILINE)   # no such users here
@@ -107,3 +115,14 @@ def test_every_units_command_line_is_one_the_service_accepts() -> None:
         args = parser.parse_args(shlex.split(command)[1:])
         if service in REPLICATED:
             assert args.replicas == 3
+
+
+def test_the_services_credentials_are_renewed_every_hour_into_the_units_folder() -> None:
+    """They end after a day (docs/design/trust.md): the timer renews and installs them
+    where every unit's STUDROOM_NATS_CREDS points, as the studroom user's."""
+    timer = _read(UNITS / "studroom-creds.timer")["Timer"]
+    assert timer["OnUnitActiveSec"] == ["1h"]
+    (command,) = _read(RENEWAL)["Service"]["ExecStart"]
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    assert (args.into, args.owner) == ("/etc/studroom/creds", "studroom")
+    assert _read(RENEWAL)["Service"]["Type"] == ["oneshot"]
