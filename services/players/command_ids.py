@@ -4,8 +4,11 @@ A command from a sender carries a decimal ``command_id`` greater than that sende
 previous one at the table; a lower or equal id is refused (``duplicate_command``).  A
 client numbers its commands with the microseconds since the epoch, bumped to the
 previous id + 1 when the clock has not moved on, so a restarted client continues
-above its old ids without remembering them.  (The table refuses ids of 2**63 and
-more: microseconds since 1970 reach that in 292,000 years.)
+above its old ids without remembering them.  The table refuses an id more than five
+minutes ahead of its own clock (``bad_command_id``, domain/command_ids.py): these ids
+never are unless this machine's clock is that far ahead, and then every command is
+refused with that code, saying so (the answer is to set the clock right; nothing is
+changed by the refusal, so the same sequence continues once it is).
 """
 
 from __future__ import annotations
