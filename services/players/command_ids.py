@@ -7,8 +7,8 @@ previous id + 1 when the clock has not moved on, so a restarted client continues
 above its old ids without remembering them.  The table refuses an id more than five
 minutes ahead of its own clock (``bad_command_id``, domain/command_ids.py): these ids
 never are unless this machine's clock is that far ahead, and then every command is
-refused with that code, saying so (the answer is to set the clock right; nothing is
-changed by the refusal, so the same sequence continues once it is).
+refused with that code, saying so (the answer is to set the clock right and start
+the client again: a refusal changes nothing, so no id was used up).
 """
 
 from __future__ import annotations
