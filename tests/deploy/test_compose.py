@@ -48,7 +48,7 @@ def test_three_nats_nodes_from_the_deploy_files(compose: dict[str, Any]) -> None
         assert env["NATS_SERVER_NAME"] == name and env["NATS_ROUTE_PASSWORD"].startswith("${NATS_ROUTE_PASSWORD:?")
         assert sorted(v.split("@")[1] for k, v in env.items() if k.startswith("NATS_ROUTE_") and k[-1].isdigit()) \
             == [f"{n}:6222" for n in NODES]
-        assert "127.0.0.1:8222/healthz" in " ".join(node["healthcheck"]["test"])
+        assert "https://127.0.0.1:8222/healthz" in " ".join(node["healthcheck"]["test"])
         assert all(port.startswith("127.0.0.1:") for port in node.get("ports", []))
         stores.add(next(v for v in node["volumes"] if v.endswith(":/var/lib/nats")))
         assert "nats-config:/etc/nats:ro" in node["volumes"]
@@ -62,6 +62,8 @@ def test_the_authority_job_writes_the_trust_configuration_and_the_credentials(co
     assert "studroom auth server-config --auth-dir /authority > /etc/nats/studroom-auth.conf" in script
     assert "studroom auth service-creds --auth-dir /authority --into /etc/studroom/creds --owner 10001" in script
     assert "cp /deploy/nats/studroom.conf /deploy/nats/cluster.conf /etc/nats/" in script
+    assert "studroom auth tls --auth-dir /authority --out /etc/nats/tls --host nats-1 --host nats-2 --host nats-3" \
+        in script and "install -m 0444 /etc/nats/tls/ca.pem /etc/studroom/creds/ca.pem" in script
     assert "./nats:/deploy/nats:ro" in job["volumes"] and "authority:/authority" in job["volumes"]
     others = [name for name, service in compose["services"].items()
               if name not in ("authority", "creds-renewal")
@@ -99,7 +101,8 @@ def test_every_service_runs_with_its_credentials_the_cluster_and_a_health_check(
         assert (getattr(args, "replicas", 1) == 3) == (name in REPLICATED), name
         env = service["environment"]
         assert env["STUDROOM_NATS_CREDS"] == f"/etc/studroom/creds/service.{name}.creds"
-        assert env["STUDROOM_NATS_URL"].split(",") == [f"nats://{n}:4222" for n in NODES]
+        assert env["STUDROOM_NATS_URL"].split(",") == [f"tls://{n}:4222" for n in NODES]
+        assert env["STUDROOM_NATS_CA"] == "/etc/studroom/creds/ca.pem"
         assert env["STUDROOM_DATABASE_URL"].startswith("postgresql://studroom:${STUDROOM_DB_PASSWORD")
         port = env["STUDROOM_METRICS_PORT"]
         assert f"127.0.0.1:{port}/healthz" in " ".join(service["healthcheck"]["test"])
@@ -140,9 +143,13 @@ def test_the_authority_jobs_script_makes_a_cluster_configuration_nats_server_acc
     done = subprocess.run(["sh", "-ec", script.replace("studroom auth", f"{studroom} auth")],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "creds").iterdir()) == sorted(
-        f"service.{name}.creds" for name in SERVICES)
-    assert {oct(p.stat().st_mode & 0o777) for p in (tmp_path / "creds").iterdir()} == {"0o400"}
+    creds = {p.name: oct(p.stat().st_mode & 0o777) for p in (tmp_path / "creds").iterdir()}
+    assert creds == {**{f"service.{name}.creds": "0o400" for name in SERVICES}, "ca.pem": "0o444"}
+    assert oct((tmp_path / "nats" / "tls" / "server-key.pem").stat().st_mode & 0o777) == "0o600"
+    assert not list((tmp_path / "nats").rglob("ca-key.pem"))              # the CA's key stays in the Authority
+    for conf in ("studroom.conf", "cluster.conf"):                        # the container's /etc/nats is here
+        path = tmp_path / "nats" / conf
+        path.write_text(path.read_text().replace("/etc/nats/tls/", f"{tmp_path / 'nats' / 'tls'}/"))
     env = {**os.environ, **route_env("nats-1", [6222, 6223, 6224])}
     checked = subprocess.run([str(nats_server_binary()), "-t", "-c", str(tmp_path / "nats" / "cluster.conf")],
                              capture_output=True, text=True, check=False, env=env)
