@@ -50,7 +50,9 @@ _TERMS = {
     "operator": Terms(subs=500, payload=_REQUEST, data=64 * MIB, lifetime=1 * DAY),
     # One public identity shared by everyone: the limits are per connection, so they
     # bound what each anonymous connection costs (it only asks the lobby and listens).
-    "spectator": Terms(subs=100, payload=4 * KIB, data=4 * MIB, lifetime=7 * DAY),
+    # A subscription per table followed: the room's own fan-out to its bots follows
+    # every table on one spectator connection (services/room/bots.py), up to 1,000.
+    "spectator": Terms(subs=1_000, payload=4 * KIB, data=4 * MIB, lifetime=7 * DAY),
     # The room itself: every table's events, JetStream's API, NATS micro endpoints.
     # Short-lived: renewed by the room (runtime/credentials.py) before they end.
     "service": Terms(subs=100_000, payload=1 * MIB, data=UNLIMITED, lifetime=1 * DAY),
