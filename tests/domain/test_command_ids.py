@@ -157,3 +157,15 @@ def test_a_command_without_a_clock_is_bounded_by_two_to_the_63_only():
     """Scripted hands and the re-run of a record with no clock (now_ms 0)."""
     assert highest(0) == 2**63 - 1
     assert highest(NOW_MS) == NOW_MS * 1000 + AHEAD_US
+
+
+def test_a_cashiers_buy_in_stored_before_buy_ins_named_their_player_replays():
+    """Old streams: ChipsBought never carried the player (it still does not: the seat's
+    holder is in the table's state); the cashier's id is remembered as before."""
+    table, events = opened()
+    events += [ChipsBought(seat=0, amount=500, command_id="service.cashier#1733000000000000")]
+    again = Table.replay(events)
+    assert again.seats[0].stack == 500 and again.last_command_ids == {"service.cashier": 1733000000000000}
+    cashier = Sender("service", "cashier")
+    refused(again, BuyIn(seat=1, amount=500, player="p1", command_id="1733000000000000"), cashier, DUPLICATE_COMMAND)
+    assert again.execute(BuyIn(seat=1, amount=500, player="p1", command_id="1733000000000001"), by=cashier)
