@@ -16,8 +16,10 @@ most ``protocol.MAX_REQUEST_BYTES``:
 its ``request_id`` numbers the player's buy-in requests like his table commands (a
 replay is refused ``duplicate_command``).  The reply is a :class:`CashierReply`: ``ok``
 with the balance (and the movements asked for), or ``error`` with a stable code (the
-domain's, the table's for a refused buy-in, or ``pending``: the buy-in is on its way
-and the cashier completes or undoes it).
+domain's: a buy-in the account or the table's rule refuses is refused at the door, with
+nothing reserved and no ``outcome``; the table's, with ``outcome`` "refunded", when it
+refused a buy-in the door let through; or ``pending``: the buy-in is on its way and
+the cashier completes or undoes it).
 """
 
 from __future__ import annotations
