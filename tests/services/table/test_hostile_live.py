@@ -56,6 +56,7 @@ from studroom.domain.events import (
 )
 from studroom.domain.simulate import choose
 from studroom.domain.table import Table
+from studroom.services.auth import terms
 from studroom.services.auth.authority import Authority
 from studroom.services.players.client import TableClient
 from studroom.services.relay.bootstrap import serve_relay
@@ -137,9 +138,10 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "now_ms": INTS, "config": _config_values(),
 }
 KINDS = [*COMMAND_TYPES, ViewTable]
-# Bodies no honest client sends: over the size limit, a 1 MB command id.
+# Bodies no honest client sends: over the size limit, a command id as long as the
+# server lets a player publish (a 1 MB one closes his connection: auth/terms.py).
 BIG_BODIES = [b'{"type": "Act"' + b" " * MAX_REQUEST_BYTES + b"}",
-              b'{"type": "Leave", "seat": 2, "command_id": "%s"}' % (b"9" * 1_000_000)]
+              b'{"type": "Leave", "seat": 2, "command_id": "%s"}' % (b"9" * (terms.of("player").payload - 100))]
 
 
 @dataclass(frozen=True)
