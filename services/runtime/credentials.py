@@ -26,6 +26,7 @@ from typing import Any
 
 from ..auth import jwt
 from ..auth.authority import Authority, identity_of, room_authority
+from ..auth.powers import door_identity
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,21 @@ def credentials(settings: Settings, role: str, name: str) -> Path | None:
     if settings.embedded_nats:
         return room_authority(settings.data_dir).ensure(role, name)
     return None
+
+
+def door_credentials(settings: Settings, service: str) -> Path | None:
+    """The credentials of ``service``'s door (its connection that serves requests and
+    may publish replies only: ``service.<service>-door``): the file beside the configured
+    one (``STUDROOM_NATS_CREDS``' folder, where ``studroom auth service-creds`` installs
+    both; issued there when that folder is an Authority's this process may use), else the
+    embedded room's, else none."""
+    door = door_identity(service)
+    if settings.nats_creds is None:
+        return credentials(settings, "service", door)
+    authority = _authority_of(settings.nats_creds)
+    if authority is not None:                  # issued (or renewed) beside it here
+        return authority.ensure("service", door)
+    return settings.nats_creds.with_name(f"service.{door}.creds")
 
 
 def masked_url(url: str) -> str:
@@ -72,8 +88,13 @@ async def _follow(client: Any, creds: Path) -> None:
         await asyncio.sleep(max(0.0, min(renew_at - time.time(), CHECK_EVERY)))
         if time.time() < renew_at or client.is_closed:
             continue
-        await asyncio.to_thread(_renew, creds)
-        now = jwt.creds_claims(creds.read_text())
+        try:
+            await asyncio.to_thread(_renew, creds)
+            now = jwt.creds_claims(creds.read_text())
+        except (OSError, ValueError, IndexError) as e:     # gone (revoked), unreadable, half-written by hand
+            if not warned:
+                log.warning("%s: cannot read the credentials to renew them: %s", creds.name, e)
+            warned, now = True, used
         if now["jti"] != used["jti"] and now.get("exp", expires + 1) > expires:
             used = now
             await client.force_reconnect()
@@ -90,10 +111,17 @@ async def _follow(client: Any, creds: Path) -> None:
 def _renew(creds: Path) -> None:
     """Renew ``creds`` through the Authority it lives in (``<auth>/creds/``), if this
     process may read that Authority's keys; else someone else renews the file."""
+    authority = _authority_of(creds)
+    if authority is not None:
+        authority.ensure(*identity_of(creds))
+
+
+def _authority_of(creds: Path) -> Authority | None:
+    """The Authority whose ``creds/`` folder holds ``creds``, if this process may read its keys."""
     folder = creds.parent.parent
     if creds.parent.name != "creds" or not os.access(folder / "account.nk", os.R_OK):
-        return
-    Authority(folder).ensure(*identity_of(creds))
+        return None
+    return Authority(folder)
 
 
 def _utc(seconds: int | None) -> str:
