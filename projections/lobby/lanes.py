@@ -29,7 +29,7 @@ from studroom.domain.views import TableView
 from studroom.domain.names import is_name
 from studroom.services.wire.pull import retry_later
 
-from .entry import LobbyEntry, encode
+from .entry import LobbyEntry, decode, encode
 from .mirror import Mirror
 from .ordering import Place, place
 from .ownership import own_entry
@@ -75,6 +75,17 @@ class LaneStats:
 
 
 @dataclass
+class Found:
+    """A table's entry as a batch starts from it."""
+
+    entry: LobbyEntry | None
+    revision: int | None           # to write over (None: no value, or a delete or purge marker)
+    foreign: bool = False          # the bucket's value was not the lobby's own
+    restored: bool = False         # ``entry`` is this instance's last write, standing in for a value
+                                   # missing or not the lobby's own
+
+
+@dataclass
 class Folded:
     """What a batch did to an entry."""
 
@@ -82,6 +93,8 @@ class Folded:
     done: list[Item] = field(default_factory=list)       # to acknowledge
     waiting: list[Item] = field(default_factory=list)    # to ask for again (the view was behind)
     changed: bool = False
+    read_back: int = 0             # events read back from the stream
+    from_zero: bool = False        # the whole table read back (no entry to start from)
 
 
 class Lanes:
@@ -93,6 +106,7 @@ class Lanes:
         self.stats = stats if stats is not None else LaneStats()
         self._queues: dict[str, list[Item]] = {}              # a table's lane is busy while here
         self._written: dict[str, tuple[LobbyEntry, int]] = {}  # per table: the entry as written, its revision
+        self._own: dict[str, bytes] = {}                      # per table: the last value this instance wrote
         self._recheck: set[str] = set()                       # tables whose value the mirror found damaged
         self._tasks: set[asyncio.Task[None]] = set()
         mirror.damaged = self.heal
@@ -141,16 +155,18 @@ class Lanes:
         batch.sort(key=lambda item: item.seq)
         try:
             for _ in range(ATTEMPTS):
-                entry, revision, foreign = await self._current(table_id)
-                folded = await self._fold(table_id, entry, batch)
+                found = await self._current(table_id)
+                folded = await self._fold(table_id, found, batch)
                 if folded.changed:
-                    if not await self._write(table_id, folded.entry, revision):
+                    if not await self._write(table_id, folded.entry, found.revision):
                         continue
-                elif foreign:
-                    if not await self._remove(table_id, revision):
+                    if found.restored or folded.from_zero:
+                        self._rebuilt(table_id, found, folded)
+                elif found.foreign:
+                    if not await self._remove(table_id, found.revision):
                         continue
                 else:
-                    self._keep(table_id, entry, revision)
+                    self._keep(table_id, found.entry, found.revision)
                 await self._answer(folded)
                 return
         except asyncio.CancelledError:
@@ -166,23 +182,37 @@ class Lanes:
         if entry is not None and revision is not None:
             self._written[table_id] = (entry, revision)
 
-    async def _current(self, table_id: str) -> tuple[LobbyEntry | None, int | None, bool]:
+    async def _current(self, table_id: str) -> Found:
         """The entry as this instance last wrote it, else as the bucket has it if it is
-        the lobby's own; its revision (None: no value, or a delete or purge marker, which
-        ``create`` replaces); whether the bucket's value was not the lobby's own."""
+        the lobby's own; for a value missing or not the lobby's own, the last value this
+        instance wrote (the events since are read back from the stream), else nothing
+        (the whole table is)."""
         written = self._written.pop(table_id, None)
         if written is not None:
-            return (*written, False)
+            return Found(*written)
         try:
             value = await self.kv.get(table_id)
         except nats.js.errors.KeyNotFoundError:              # never written, deleted or purged
-            return None, None, False
+            return self._restored(table_id, None, foreign=False)
         entry, why = await own_entry(self.stream, table_id, value.value or b"")
-        if entry is None:
-            self.stats.foreign += 1
-            log.warning("lobby: the value of %s (revision %d) is not the lobby's own (%s): rebuilt from the "
-                        "public stream", table_id, value.revision, why)
-        return entry, value.revision, entry is None
+        if entry is not None:
+            return Found(entry, value.revision)
+        self.stats.foreign += 1
+        log.warning("lobby: the value of %s (revision %d) is not the lobby's own (%s): rebuilt from the "
+                    "public stream", table_id, value.revision, why)
+        return self._restored(table_id, value.revision, foreign=True)
+
+    def _restored(self, table_id: str, revision: int | None, *, foreign: bool) -> Found:
+        own = self._own.get(table_id)
+        return Found(decode(own) if own is not None else None, revision, foreign, restored=own is not None)
+
+    def _rebuilt(self, table_id: str, found: Found, folded: Folded) -> None:
+        assert folded.entry is not None
+        self.stats.rebuilt += 1
+        log.warning("lobby: %s rebuilt from the public stream (%d events read back %s), version %d",
+                    table_id, folded.read_back,
+                    "after this instance's last write" if found.restored else "from the table's first",
+                    folded.entry.version)
 
     async def _write(self, table_id: str, entry: LobbyEntry | None, revision: int | None) -> bool:
         """Compare-and-set; False when another instance wrote since ``revision``."""
@@ -198,6 +228,7 @@ class Lanes:
             return False
         self.stats.writes += 1
         self._keep(table_id, entry, written)
+        self._own[table_id] = data
         self.mirror.put(table_id, written, data)
         return True
 
@@ -221,10 +252,11 @@ class Lanes:
             await retry_later(item.msg)
         self.stats.waited += len(folded.waiting)
 
-    async def _fold(self, table_id: str, entry: LobbyEntry | None, batch: list[Item]) -> Folded:
-        """Apply what comes next of ``batch`` to ``entry`` (changed in place); with no
-        batch (a heal), whatever the stream holds after the entry."""
-        folded = Folded(entry)
+    async def _fold(self, table_id: str, found: Found, batch: list[Item]) -> Folded:
+        """Apply what comes next of ``batch`` to the entry found (changed in place); with
+        no batch (a heal), whatever the stream holds after the entry.  A restored entry
+        is written even if nothing came after it."""
+        folded = Folded(found.entry, changed=found.restored)
         if not batch:
             await self._read_back(table_id, folded, None)
         for item in batch:
@@ -260,14 +292,10 @@ class Lanes:
             except (msgspec.DecodeError, msgspec.ValidationError, NotOpened):
                 break
             applied += 1
-        if not applied:
-            return
-        folded.changed = True
-        self.stats.read_back += applied
-        if start is None and folded.entry is not None:
-            self.stats.rebuilt += 1
-            log.warning("lobby: %s rebuilt from the public stream (%d events, to version %d)", table_id, applied,
-                        folded.entry.version)
+        if applied:
+            folded.changed, folded.from_zero = True, folded.from_zero or start is None
+            folded.read_back += applied
+            self.stats.read_back += applied
 
     async def _apply(self, table_id: str, folded: Folded, item: Item, *, resync: bool) -> None:
         if not resync:

@@ -97,8 +97,8 @@ def _own_powers(name: str) -> Powers:
             publish=["$JS.>", f"{subjects.PREFIX}.timer.>", subjects.commands_as("service", "timer"), _DEAD_LETTERS],
             subscribe=[own_inbox, subjects.preflight_probe("service", name), f"{subjects.PREFIX}.timer.turn.*"],
         )
-    if name == "projections":
-        return Powers(publish=["$JS.>", "$KV.>"], subscribe=[own_inbox])
+    if name == "projections":           # a read-side tool's: reads the streams and buckets, writes none
+        return Powers(publish=["$JS.>"], subscribe=[own_inbox])
     if name == "lobby":
         return Powers(publish=["_INBOX.>", "$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby"),
                                _DEAD_LETTERS],
