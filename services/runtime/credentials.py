@@ -89,7 +89,7 @@ async def _follow(client: Any, creds: Path) -> None:
         if time.time() < renew_at or client.is_closed:
             continue
         try:
-            await asyncio.to_thread(_renew, creds)
+            await asyncio.to_thread(renew, creds)
             now = jwt.creds_claims(creds.read_text())
         except (OSError, ValueError, IndexError) as e:     # gone (revoked), unreadable, half-written by hand
             if not warned:
@@ -108,7 +108,7 @@ async def _follow(client: Any, creds: Path) -> None:
         await asyncio.sleep(min(CHECK_EVERY, max(0.1, (expires - time.time()) / 10)))
 
 
-def _renew(creds: Path) -> None:
+def renew(creds: Path) -> None:
     """Renew ``creds`` through the Authority it lives in (``<auth>/creds/``), if this
     process may read that Authority's keys; else someone else renews the file."""
     authority = _authority_of(creds)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from studroom.services.auth.authority import identity_of
-from studroom.services.runtime.credentials import credentials, masked_url
+from studroom.services.auth import jwt, terms
+from studroom.services.auth.authority import Authority, identity_of
+from studroom.services.runtime.credentials import renew, credentials, masked_url
 from studroom.services.runtime.settings import Settings
 
 
@@ -34,3 +36,27 @@ def test_passwords_and_tokens_never_appear_in_a_printed_url() -> None:
     assert masked_url("nats://T0KEN@a:4222,tls://b:4222") == "nats://***@a:4222,tls://b:4222"
     assert masked_url("postgresql://u:pw@db:5432/room") == "postgresql://***@db:5432/room"
     assert masked_url("nats://127.0.0.1:4222") == "nats://127.0.0.1:4222"
+
+
+def _ending_soon(authority, role: str, name: str, seconds: int) -> Path:  # noqa: ANN001
+    """The identity's file in the Authority, as if issued long ago: ``seconds`` left."""
+    path = authority.issue(role, name)
+    claims = jwt.creds_claims(path.read_text())["nats"]
+    token, seed = authority.user(f"{role}.{name}", publish=claims["pub"]["allow"], subscribe=claims["sub"]["allow"],
+                                 expires=int(time.time()) + seconds)
+    path.write_text(jwt.creds(token, seed))
+    return path
+
+
+def test_a_file_in_a_readable_authority_is_renewed_there_and_a_copy_elsewhere_is_left_alone(tmp_path: Path) -> None:
+    """The embedded room's processes renew their own files; a deployed service's copy
+    (no Authority beside it) waits for the administrator's timer."""
+    authority = Authority(tmp_path / "auth")
+    path = _ending_soon(authority, "service", "relay", 60)
+    copy = tmp_path / "etc" / "creds" / path.name
+    copy.parent.mkdir(parents=True)
+    copy.write_text(path.read_text())
+    renew(copy)
+    assert copy.read_text() == path.read_text()
+    renew(path)
+    assert jwt.creds_claims(path.read_text())["exp"] > time.time() + terms.of("service").lifetime / 2
