@@ -114,7 +114,7 @@ class Authority:
         path = self.creds_path(role, name)
         with self._keys() as keys:
             issued = keys["issued"].setdefault(f"{role}.{name}", {})
-            if path.exists():                     # e.g. from before expiry: revocable too
+            if path.exists():                     # the file it replaces (an old one without exp too)
                 old = jwt.creds_claims(path.read_text())
                 issued.setdefault(old["sub"], old.get("exp"))
             issued[jwt.claims(token)["sub"]] = expires
