@@ -64,9 +64,9 @@ def test_the_subscription_beyond_a_players_limit_is_refused(connect_as: Any) -> 
     asyncio.run(scenario())
 
 
-def test_a_message_larger_than_the_roles_payload_closes_the_connection(connect_as: Any, authority: Authority) -> None:
+def test_a_message_larger_than_the_roles_payload_closes_the_connection(connect_as: Any) -> None:
     async def scenario() -> None:
-        table = await connect_as("service", "table")
+        table = await connect_as("service", "table-door")      # where the table service takes commands
         seen: list[int] = []
 
         async def command(msg: Any) -> None:
@@ -156,7 +156,7 @@ def test_credentials_end_and_a_connection_renews_them_before(secure_nats_url: st
 def test_a_revoked_player_is_disconnected_refused_and_his_commands_reach_no_table(
         secure_nats_url: str, authority: Authority, connect_as: Any, tmp_path: Path) -> None:
     async def scenario() -> None:
-        table = await connect_as("service", "table")
+        table = await connect_as("service", "table-door")      # where the table service takes commands
         reached: list[str] = []
 
         async def command(msg: Any) -> None:
