@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -130,7 +131,7 @@ def test_a_huge_table_id_or_reason_is_cut_in_the_record() -> None:
 
 
 class FakeBucket:
-    """A KV bucket's create: refuses a key that exists."""
+    """A KV bucket's create (refuses a key that exists) and get."""
 
     def __init__(self) -> None:
         self.entries: dict[str, bytes] = {}
@@ -140,6 +141,9 @@ class FakeBucket:
             raise nats.js.errors.KeyWrongLastSequenceError
         self.entries[key] = value
         return len(self.entries)
+
+    async def get(self, key: str) -> Any:
+        return SimpleNamespace(value=self.entries[key], revision=1)
 
 
 def test_setting_a_letter_aside_twice_finds_the_first() -> None:
