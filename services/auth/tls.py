@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,6 +28,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ..runtime.files import write_atomically
 
 CA_CERT = "ca.pem"
 CA_KEY = "ca-key.pem"
@@ -42,16 +43,6 @@ CA_NAME = "Studroom room CA"
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    """``data`` into ``path`` with ``mode`` from the start (a key is never readable by others)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -90,8 +81,8 @@ def ensure_ca(ca_dir: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKe
                                          crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(key, hashes.SHA256()))
-    _write(key_path, _key_pem(key), 0o600)
-    _write(cert_path, _cert_pem(cert), 0o644)
+    write_atomically(key_path, _key_pem(key), 0o600)
+    write_atomically(cert_path, _cert_pem(cert), 0o644)
     return cert, key
 
 
@@ -139,7 +130,7 @@ def write_server_files(ca_dir: Path, out: Path, hosts: list[str], days: int = SE
     out.mkdir(parents=True, exist_ok=True)
     written = [out / CA_CERT, out / SERVER_CERT, out / SERVER_KEY]
     if (out / CA_CERT).resolve() != (ca_dir / CA_CERT).resolve():
-        _write(out / CA_CERT, _cert_pem(ca[0]), 0o644)
-    _write(out / SERVER_CERT, _cert_pem(cert) + _cert_pem(ca[0]), 0o644)
-    _write(out / SERVER_KEY, _key_pem(key), 0o600)
+        write_atomically(out / CA_CERT, _cert_pem(ca[0]), 0o644)
+    write_atomically(out / SERVER_CERT, _cert_pem(cert) + _cert_pem(ca[0]), 0o644)
+    write_atomically(out / SERVER_KEY, _key_pem(key), 0o600)
     return written

@@ -24,6 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from .files import write_atomically
 from .server_process import (
     EmbeddedServerError,
     ServerProcess,
@@ -56,16 +57,6 @@ def embedded_url(data_dir: Path, port: int, database: str = POSTGRES_DATABASE) -
     its password: a secret, for connecting only (never log it unmasked)."""
     password = (Path(data_dir) / EmbeddedPostgres.name / PASSWORD_FILE).read_text().strip()
     return f"postgresql://{POSTGRES_SUPERUSER}:{password}@127.0.0.1:{port}/{database}"
-
-
-def _write_private(path: Path, text: str, mode: int = 0o600) -> None:
-    """``text`` into ``path``, readable by its owner only from the start."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def postgres_bin_dir() -> Path:
@@ -170,7 +161,7 @@ class EmbeddedPostgres(ServerProcess):
         tmp.mkdir(mode=0o700)
         password = secrets.token_urlsafe(32)
         pwfile = self.home / "pgdata.pwfile"          # for initdb only (run as the server's user)
-        _write_private(pwfile, password + "\n")
+        write_atomically(pwfile, f"{password}\n".encode())
         self._own(tmp, pwfile)
         command = [
             str(self.bin_dir / "initdb"),
@@ -200,7 +191,7 @@ class EmbeddedPostgres(ServerProcess):
             msg = f"initdb failed; log {self.log_path}:\n{log_tail(self.log_path)}"
             raise EmbeddedServerError(msg)
         self._write_hba(tmp)
-        _write_private(self.password_path, password + "\n")
+        write_atomically(self.password_path, f"{password}\n".encode())
         if self.pgdata.exists():  # no PG_VERSION: a broken leftover
             shutil.rmtree(self.pgdata)
         tmp.rename(self.pgdata)
@@ -223,13 +214,13 @@ class EmbeddedPostgres(ServerProcess):
             said = (result.stdout + result.stderr).decode(errors="replace").replace(password, "***")
             raise EmbeddedServerError(f"could not set the password of {self.pgdata}:\n{said[-2000:]}")
         self._write_hba(self.pgdata)
-        _write_private(self.password_path, password + "\n")
+        write_atomically(self.password_path, f"{password}\n".encode())
         log.warning("embedded postgres in %s asked no password (made before): it has one now, "
                     "in %s", self.pgdata, self.password_path)
 
     def _write_hba(self, pgdata: Path) -> None:
         hba = pgdata / "pg_hba.conf"
-        _write_private(hba, HBA)
+        write_atomically(hba, HBA.encode())
         self._own(hba)
 
     def _own(self, *paths: Path) -> None:
