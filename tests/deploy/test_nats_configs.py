@@ -113,9 +113,11 @@ def test_a_server_from_studroom_conf_speaks_tls_only_and_refuses_anyone_without_
     creds = authority.ensure("service", "projections")
 
     async def scenario() -> None:
-        with pytest.raises(nats.errors.Error, match="Authorization Violation"):      # TLS, no credentials
+        # TLS but no credentials; as a client that waits for the server's greeting (not
+        # handshake first, as the services do): greeted after 300 ms, then TLS.
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
             await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2,
-                               **process.tls_options(server.url, ca_of(etc_nats)))
+                               tls=ssl.create_default_context(cafile=str(ca_of(etc_nats))))
         with pytest.raises(ssl.SSLCertVerificationError):           # a client that trusts only the system's CAs
             await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2,
                                tls=ssl.create_default_context(), tls_handshake_first=True)
