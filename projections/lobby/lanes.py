@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -94,6 +95,7 @@ class Folded:
     waiting: list[Item] = field(default_factory=list)    # to ask for again (the view was behind)
     changed: bool = False
     read_back: int = 0             # events read back from the stream
+    read_s: float = 0.0            # seconds spent reading them back
     from_zero: bool = False        # the whole table read back (no entry to start from)
 
 
@@ -209,10 +211,10 @@ class Lanes:
     def _rebuilt(self, table_id: str, found: Found, folded: Folded) -> None:
         assert folded.entry is not None
         self.stats.rebuilt += 1
-        log.warning("lobby: %s rebuilt from the public stream (%d events read back %s), version %d",
+        log.warning("lobby: %s rebuilt from the public stream (%d events read back %s in %.0f ms), version %d",
                     table_id, folded.read_back,
                     "after this instance's last write" if found.restored else "from the table's first",
-                    folded.entry.version)
+                    1000 * folded.read_s, folded.entry.version)
 
     async def _write(self, table_id: str, entry: LobbyEntry | None, revision: int | None) -> bool:
         """Compare-and-set; False when another instance wrote since ``revision``."""
@@ -279,7 +281,7 @@ class Lanes:
         from no entry, the whole table (a rebuild).  Stops where the stream lacks a
         version (lost) or a message cannot be applied: what comes after takes the
         table's own view."""
-        start, applied = folded.entry, 0
+        start, applied, began = folded.entry, 0, time.monotonic()
         async for stored in self.stream.after(table_id, start.seq if start is not None else 0, before):
             where = place(_version(folded.entry), stored.version)
             if where is Place.SEEN:
@@ -292,6 +294,7 @@ class Lanes:
             except (msgspec.DecodeError, msgspec.ValidationError, NotOpened):
                 break
             applied += 1
+        folded.read_s += time.monotonic() - began
         if applied:
             folded.changed, folded.from_zero = True, folded.from_zero or start is None
             folded.read_back += applied

@@ -179,6 +179,7 @@ def test_a_damaged_entry_comes_back_as_a_lobby_from_zero_makes_it(stack: Stack) 
 
     asyncio.run(main())
     log = stack.log_of(LOBBY)
+    print("", *(line for line in log.splitlines() if "rebuilt from the public stream" in line), sep="\n")
     assert "Traceback" not in log, log[-3000:]
     assert log.count("not the lobby's own") >= 4              # no entry, another table's, a version too far
     assert log.count("read back after this instance's last write") >= 6
