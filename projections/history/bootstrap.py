@@ -30,7 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     from studroom.services.runtime import observe, process
-    from studroom.services.runtime.credentials import credentials
     from studroom.services.runtime.preflight import preflight
     from studroom.services.runtime.lag import positions_poll
     from studroom.services.runtime.metrics import counter
@@ -42,7 +41,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
 
     with contextlib.ExitStack() as stack:
         nats_url, database_url = stack.enter_context(servers(settings))
-        nc = await process.connect(nats_url, "studroom-history", creds=credentials(settings, "service", "history"))
+        nc = await process.connect_door(nats_url, settings, "history", "studroom-history")     # it only answers
         projector = Projector(database_url, history_schema=args.schema, store_prefix=args.store_prefix)
         observer = observe.start(args, settings, "history", stop)
         observer.add(lambda: [counter("history_projected", "events projected by this instance", projector.projected)])

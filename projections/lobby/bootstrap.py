@@ -77,9 +77,12 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
         url = settings.nats_url or servers.enter_context(EmbeddedNats(settings.data_dir)).url
         nc = await process.connect(url, f"studroom-lobby-{instance_id}", reconnect_time_wait=0.25,
                                    creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
+        door_nc = None
         try:
             await preflight(nc, sender=("service", SENDER))
-            service = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
+            door_nc = await process.connect_door(url, settings, SENDER, f"studroom-lobby-{instance_id}",
+                                                 reconnect_time_wait=0.25)
+            service = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats, door_nc=door_nc)
             if on_ready is not None:
                 on_ready(service)
             log.info("lobby %s: NATS %s", instance_id, masked_url(url))
@@ -87,8 +90,9 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
                 await service.run(stop)
             log.info("lobby stops", extra=fields(instance=instance_id, **log_fields(lobby_metrics(stats)())))
         finally:
-            with contextlib.suppress(Exception):
-                await nc.drain()
+            for connection in (c for c in (door_nc, nc) if c is not None):
+                with contextlib.suppress(Exception):
+                    await connection.drain()
     return stats
 
 

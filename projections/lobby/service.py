@@ -67,8 +67,9 @@ class LobbyService:
     """One instance: the pull loop, the lanes, the bucket's mirror, the query answers."""
 
     def __init__(self, nc: Any, *, instance_id: str | None = None, replicas: int = 1,
-                 max_inflight: int = 4096, stats: LobbyStats | None = None) -> None:
+                 max_inflight: int = 4096, stats: LobbyStats | None = None, door_nc: Any = None) -> None:
         self.nc = nc
+        self.door_nc = door_nc if door_nc is not None else nc     # queries in, answers out
         self.js = nc.jetstream()
         self.instance_id = instance_id or default_instance_id()
         self.replicas = replicas
@@ -79,7 +80,7 @@ class LobbyService:
         self.kv: Any = None
         self.lanes: Lanes | None = None
         self.loop: PullLoop | None = None
-        self.door = Door("lobby", subjects.lobby_asker, identities=identified(nc), quotas=QUERY_QUOTAS)
+        self.door = Door("lobby", subjects.lobby_asker, identities=identified(self.door_nc), quotas=QUERY_QUOTAS)
 
     async def setup(self, stop: asyncio.Event | None = None) -> bool:
         """The bucket and the consumer; False if ``stop`` came while waiting for the
@@ -102,7 +103,7 @@ class LobbyService:
         sub = None
         try:
             if await _first(self.mirror.ready.wait(), stop):
-                sub = await self.nc.subscribe(subjects.all_lobby_queries(), queue=QUEUE, cb=self._on_query)
+                sub = await self.door_nc.subscribe(subjects.all_lobby_queries(), queue=QUEUE, cb=self._on_query)
                 await self.loop.run(stop)
         finally:
             if sub is not None:

@@ -119,10 +119,10 @@ def _service_creds(args: argparse.Namespace) -> int:
     with ``--into``, installed there (0400, ``--owner``'s) for the services to read: run
     it again often (deploy/systemd/studroom-creds.timer) and the services reconnect
     with the renewed files before the old ones end."""
-    from .powers import SERVICES
+    from .powers import IDENTITIES
 
     authority = _authority(args)
-    for name in SERVICES:
+    for name in IDENTITIES:                   # each service's own and its door's (powers.door_identity)
         path = authority.ensure("service", name)
         print(_install(path, Path(args.into), args.owner) if args.into else path)
     return 0

@@ -19,6 +19,16 @@ from ..wire import subjects
 from ..wire.dead_letters import DEAD_LETTER_BUCKET
 
 SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history", "ledger")
+DOOR = "-door"                  # a service's second identity: its connection that answers requests
+
+
+def door_identity(service_name: str) -> str:
+    """The identity of ``service_name``'s door: the connection on which it serves
+    requests (and is observed), which may publish nothing but replies."""
+    return f"{service_name}{DOOR}"
+
+
+IDENTITIES = (*SERVICES, *(door_identity(name) for name in SERVICES))     # every service identity issued
 
 
 @dataclass(frozen=True)
@@ -63,17 +73,34 @@ def spectator(name: str) -> Powers:
 
 
 def service(name: str) -> Powers:
-    """Each service's own subjects (see docs/design/trust.md), and being observed:
-    every service answers discovery (``$SRV.>``) and its health subject; the answers
-    go to the asker's inbox, an operator's (``studroom health``), unless the service
-    may reply to any inbox already."""
-    own = _own_powers(name)
-    replies = [] if "_INBOX.>" in own.publish else [_OPERATOR_INBOXES]
-    return Powers(publish=[*own.publish, *replies],
-                  subscribe=[*own.subscribe, subjects.DISCOVERY, subjects.health_asked(name)])
+    """Each service's own subjects (see docs/design/trust.md); a service's door
+    (``<service>-door``) serves its requests and being observed (discovery ``$SRV.>``
+    and its health subject) and may publish replies only: to any inbox where the
+    service answers players or spectators, else to operators' (``studroom health``).
+    No service's own identity may publish to an inbox: a reply subject the client chose
+    never meets the powers of ``$KV`` or ``$JS`` (issue 16)."""
+    if name.endswith(DOOR):
+        return _door_powers(name.removesuffix(DOOR))
+    return _own_powers(name)
 
 
 _OPERATOR_INBOXES = "_INBOX.operator.>"
+_CONSUMER_INFO = "$JS.API.CONSUMER.INFO.>"
+
+
+def _door_powers(name: str) -> Powers:
+    _own_powers(name)                      # a service's door, or none
+    asked = {
+        "table": [f"{subjects.PREFIX}.pcmd.>"],
+        "cashier": [subjects.all_cashier_requests()],
+        "lobby": [subjects.all_lobby_queries()],
+        "history": [subjects.all_history_requests()],
+    }.get(name, [])
+    # its observer reads its consumers' lag too: a read-only JetStream request, whose
+    # answer comes to the door's own inbox
+    return Powers(publish=["_INBOX.>" if asked else _OPERATOR_INBOXES, _CONSUMER_INFO],
+                  subscribe=[*asked, subjects.DISCOVERY, subjects.health_asked(name),
+                             _inbox("service", door_identity(name))])
 _DEAD_LETTERS = f"$KV.{DEAD_LETTER_BUCKET}.>"     # a JetStream consumer sets messages aside
 
 
@@ -81,9 +108,9 @@ def _own_powers(name: str) -> Powers:
     own_inbox = _inbox("service", name)
     if name == "table":
         return Powers(
-            publish=["_INBOX.>", "$JS.>", f"$KV.{LEASE_BUCKET}.>", f"{subjects.PREFIX}.relay.nudge.>",
+            publish=["$JS.>", f"$KV.{LEASE_BUCKET}.>", f"{subjects.PREFIX}.relay.nudge.>",
                      subjects.preflight_probe("service", name)],
-            subscribe=[f"{subjects.PREFIX}.pcmd.>", own_inbox],
+            subscribe=[own_inbox, subjects.preflight_probe("service", name)],
         )
     if name == "relay":
         return Powers(
@@ -100,14 +127,14 @@ def _own_powers(name: str) -> Powers:
     if name == "projections":           # a read-side tool's: reads the streams and buckets, writes none
         return Powers(publish=["$JS.>"], subscribe=[own_inbox])
     if name == "lobby":
-        return Powers(publish=["_INBOX.>", "$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby"),
+        return Powers(publish=["$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby"),
                                _DEAD_LETTERS],
-                      subscribe=[subjects.all_lobby_queries(), own_inbox, subjects.preflight_probe("service", name)])
-    if name == "history":
-        return Powers(publish=["_INBOX.>"], subscribe=[subjects.all_history_requests(), own_inbox])
+                      subscribe=[own_inbox, subjects.preflight_probe("service", name)])
+    if name == "history":                 # serves requests only: all on its door
+        return Powers(publish=[], subscribe=[])
     if name == "cashier":
-        return Powers(publish=["_INBOX.>", "$JS.>", subjects.commands_as("service", "cashier"), _DEAD_LETTERS],
-                      subscribe=[subjects.all_cashier_requests(), own_inbox, subjects.preflight_probe("service", name)])
+        return Powers(publish=["$JS.>", subjects.commands_as("service", "cashier"), _DEAD_LETTERS],
+                      subscribe=[own_inbox, subjects.preflight_probe("service", name)])
     if name == "ledger":                  # reads and writes PostgreSQL only: no power on NATS but being observed
         return Powers(publish=[], subscribe=[])
     raise ValueError(f"no service {name!r}; services: {', '.join(SERVICES)}")

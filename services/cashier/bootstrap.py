@@ -68,11 +68,14 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         stack.callback(store.close)
         nc = await process.connect(nats_url, f"studroom-cashier-{instance_id}",
                                    creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
+        door_nc = None
         try:
             await preflight(nc, sender=("service", SENDER))
+            door_nc = await process.connect_door(nats_url, settings, SENDER, f"studroom-cashier-{instance_id}")
             service = CashierService(nc, store, instance_id=instance_id,
                                      takeover_ms=int(args.takeover_after * 1000),
-                                     consumer=args.consumer, after_step=_crash_after(args.crash_after))
+                                     consumer=args.consumer, after_step=_crash_after(args.crash_after),
+                                     door_nc=door_nc)
             await service.start()
             observer.add(cashier_metrics(service))
             observer.responder(service.door)
@@ -82,8 +85,9 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
             log.info("cashier stops", extra=fields(instance=instance_id, cash_outs=service.cash_outs.credited,
                                                    buy_ins_resumed=service.recovery.resumed))
         finally:
-            with contextlib.suppress(Exception):
-                await nc.drain()
+            for connection in (c for c in (door_nc, nc) if c is not None):
+                with contextlib.suppress(Exception):
+                    await connection.drain()
 
 
 def _crash_after(step: str | None) -> Callable[[str], None] | None:

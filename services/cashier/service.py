@@ -39,8 +39,10 @@ TABLE_RETRY_FOR = 4.0          # seconds a buy-in's BuyIn is retried before it i
 
 class CashierService:
     def __init__(self, nc: Any, store: EventStore, *, instance_id: str, takeover_ms: int = TAKEOVER_MS,
-                 consumer: str = CONSUMER, after_step: Step | None = None, sweep_every: float = 1.0) -> None:
+                 consumer: str = CONSUMER, after_step: Step | None = None, sweep_every: float = 1.0,
+                 door_nc: Any = None) -> None:
         self.nc = nc
+        self.door_nc = door_nc if door_nc is not None else nc     # requests in, replies out
         self.consumer = consumer
         self.books = Books(store)
         client = TableClient(nc, "service", SENDER, retry_for=TABLE_RETRY_FOR)
@@ -52,12 +54,12 @@ class CashierService:
         self._sub: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.answered = 0               # requests answered (the metrics')
-        self.door = Door("cashier", subjects.cashier_sender, identities=identified(nc))
+        self.door = Door("cashier", subjects.cashier_sender, identities=identified(self.door_nc))
 
     async def start(self) -> None:
         """Answer requests from now on."""
-        self._sub = await self.nc.subscribe(subjects.all_cashier_requests(), queue=QUEUE, cb=self._on_request)
-        await self.nc.flush()
+        self._sub = await self.door_nc.subscribe(subjects.all_cashier_requests(), queue=QUEUE, cb=self._on_request)
+        await self.door_nc.flush()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Cash-outs and recovery until ``stop`` (call :meth:`start` first)."""

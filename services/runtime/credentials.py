@@ -26,6 +26,7 @@ from typing import Any
 
 from ..auth import jwt
 from ..auth.authority import Authority, identity_of, room_authority
+from ..auth.powers import door_identity
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,21 @@ def credentials(settings: Settings, role: str, name: str) -> Path | None:
     if settings.embedded_nats:
         return room_authority(settings.data_dir).ensure(role, name)
     return None
+
+
+def door_credentials(settings: Settings, service: str) -> Path | None:
+    """The credentials of ``service``'s door (its connection that serves requests and
+    may publish replies only: ``service.<service>-door``): the file beside the configured
+    one (``STUDROOM_NATS_CREDS``' folder, where ``studroom auth service-creds`` installs
+    both; issued there when that folder is an Authority's this process may use), else the
+    embedded room's, else none."""
+    door = door_identity(service)
+    if settings.nats_creds is None:
+        return credentials(settings, "service", door)
+    authority = _authority_of(settings.nats_creds)
+    if authority is not None:                  # issued (or renewed) beside it here
+        return authority.ensure("service", door)
+    return settings.nats_creds.with_name(f"service.{door}.creds")
 
 
 def masked_url(url: str) -> str:

@@ -56,7 +56,7 @@ def key_counters(stats: dict[str, Any]) -> dict[str, float]:
     for endpoint in stats.get("endpoints") or []:
         readings |= endpoint.get("data") or {}
     return {flat_name(name).replace("_total", ""): value for name, value in readings.items()
-            if "_total" in name or name.startswith(SHOWN_GAUGES)}
+            if ("_total" in name or name.startswith(SHOWN_GAUGES)) and (value or not name.startswith("door_"))}
 
 
 def table_text(answers: list[dict[str, Any]], now: datetime) -> str:

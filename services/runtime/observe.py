@@ -4,7 +4,7 @@ a Prometheus metrics endpoint, a health endpoint.
 ``serve()`` of each process starts one :class:`Observer` with :func:`start` (one
 line); the process then hands it collectors (:meth:`Observer.add`, metrics.py) as
 its parts come up.  The observer keeps a NATS connection of its own (as the
-process's service identity, made in the background, retried for ever: a process
+process's service door, ``service.<service>-door``, which may publish replies only; made in the background, retried for ever: a process
 never waits on it) on which a ``nats.micro`` service named ``studroom-<service>``
 answers ``$SRV.PING``, ``$SRV.INFO`` and ``$SRV.STATS`` (each instance: its
 instance id, pid and metrics address in the metadata; its readings in the health
@@ -150,7 +150,7 @@ class Observer:
         """Connect (again and again until it works or ``stop``) and add the micro service."""
         from nats import micro
 
-        from .credentials import credentials
+        from .credentials import door_credentials
         from .process import connect
 
         assert self.settings is not None
@@ -160,7 +160,7 @@ class Observer:
                 if url is None:
                     raise ConnectionError("no NATS yet")
                 self.nc = await connect(url, f"studroom-{self.service}-observe-{self.instance}",
-                                        creds=credentials(self.settings, "service", self.service),
+                                        creds=door_credentials(self.settings, self.service),
                                         max_reconnect_attempts=-1, connect_timeout=2)
                 break
             except Exception as error:  # noqa: BLE001 (NATS away: the process runs on; try again)

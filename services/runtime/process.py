@@ -278,6 +278,16 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
     return client
 
 
+async def connect_door(servers: str, settings: Settings, service: str, name: str, **options: Any) -> Any:
+    """The connection on which ``service`` serves requests: as its door identity
+    (``service.<service>-door``, :func:`.credentials.door_credentials`), which may
+    publish replies only, so no reply subject a client chose meets the service's own
+    powers (docs/design/trust.md, "Replies go only to the asker")."""
+    from .credentials import door_credentials
+
+    return await connect(servers, f"{name}-door", creds=door_credentials(settings, service), **options)
+
+
 def tls_options(servers: str, ca: Path | None = None) -> dict[str, Any]:
     """nats-py's TLS options for ``servers``: none for plain ``nats://`` URLs without a
     CA; else the servers' certificates checked against ``ca`` (default

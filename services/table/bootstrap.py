@@ -123,9 +123,10 @@ async def serve_table(
         nc = await process.connect(nats_url, f"studroom-table-{instance_id}",
                                    creds=credentials(settings, "service", "table"))
         await preflight(nc, sender=("service", "table"), partitions=partitions)
+        door_nc = await process.connect_door(nats_url, settings, "table", f"studroom-table-{instance_id}")
         service = TableService(
             nc, event_stores, instance_id=instance_id, partitions=partitions, pause_ms=pause_ms,
-            lease_ttl=lease_ttl, lease_bucket=lease_bucket, replicas=replicas,
+            lease_ttl=lease_ttl, lease_bucket=lease_bucket, replicas=replicas, door_nc=door_nc,
         )
         try:
             await service.start()
@@ -136,5 +137,6 @@ async def serve_table(
             try:
                 await service.close()
             finally:
-                with contextlib.suppress(Exception):
-                    await nc.drain()
+                for connection in (door_nc, nc):
+                    with contextlib.suppress(Exception):
+                        await connection.drain()

@@ -65,10 +65,12 @@ class TableService:
         max_batch: int = DEFAULT_MAX_BATCH,
         replicas: int = 1,
         quotas: Mapping[str, Quota] = QUOTAS,
+        door_nc: Any = None,
     ) -> None:
         if not stores:
             raise ValueError("the table service needs at least one event store")
         self.nc = nc
+        self.door_nc = door_nc if door_nc is not None else nc     # requests in, replies out
         self.instance_id = subjects.check_name(instance_id)
         self.partitions = partitions
         self.queue = queue
@@ -86,6 +88,7 @@ class TableService:
             )
             for j, store in enumerate(stores)
         ]
+        self._nudges = {w.nudge for w in self.workers}
         self.leases: LeaseManager | None = None
         if self.static_partitions is None:
             self.leases = LeaseManager(
@@ -101,7 +104,7 @@ class TableService:
         self._stop = asyncio.Event()
         self._lease_task: asyncio.Task[None] | None = None
         self.meter = CommandMeter()             # latency and error codes (metrics.py)
-        self.door = Door("table", _command_sender, identities=identified(nc), quotas=quotas)
+        self.door = Door("table", _command_sender, identities=identified(self.door_nc), quotas=quotas)
 
     def worker(self, partition: int) -> StoreWorker:
         return self.workers[store_index(partition, len(self.workers))]
@@ -125,7 +128,7 @@ class TableService:
             self._lease_task = asyncio.get_running_loop().create_task(
                 self.leases.run(self._stop), name=f"leases-{self.instance_id}"
             )
-        await self.nc.flush()
+        await self.door_nc.flush()
         log.info("table service %s up: partitions %s", self.instance_id, spread(self.owned()))
 
     async def close(self) -> None:
@@ -164,7 +167,7 @@ class TableService:
             return
         await self.worker(partition).drop_cache(partition)   # someone else may have written
         subject = subjects.commands_in_partition(partition)
-        self.subscriptions[partition] = await self.nc.subscribe(subject, queue=self.queue, cb=self._on_message)
+        self.subscriptions[partition] = await self.door_nc.subscribe(subject, queue=self.queue, cb=self._on_message)
 
     async def _release(self, partition: int, lost: bool) -> None:
         sub = self.subscriptions.get(partition)
@@ -189,8 +192,12 @@ class TableService:
     # -- messages
 
     async def _publish(self, subject: str, data: bytes) -> None:
+        """A reply (on the door's connection), or a nudge to the relay (on the service's)."""
+        if subject in self._nudges:
+            await self.nc.publish(subject, data)
+            return
         self.meter.replied(subject, data)
-        await self.nc.publish(subject, data)
+        await self.door_nc.publish(subject, data)
 
     async def _on_message(self, msg: Any) -> None:
         visitor = await self.door.enter(msg)        # the sender's own inbox, within his quota

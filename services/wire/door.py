@@ -10,8 +10,9 @@ table service, the cashier, the lobby, the history, health) therefore asks its
 - the sender, from the subject (each responder's own ``sender_of``): none, no answer;
 - the reply subject must lie under the sender's own inbox,
   ``_INBOX.<role>.<name>.`` (the only one he may read); anything else (another's
-  inbox, ``$KV``, ``$JS``, a service subject, no reply at all) gets no answer and
-  is counted, and logged once per sender and minute;
+  inbox, ``$KV``, ``$JS``, a service subject) gets no answer and is counted, and
+  logged once per sender and minute (a request without a reply subject is counted
+  apart: the services' start-up probe sends one);
 - a token bucket per sender (:data:`QUOTAS`, by role): a request beyond it is
   refused ``rate_limited`` with ``retry_after_ms``, unread.
 
@@ -83,6 +84,7 @@ class DoorStats:
     admitted: int = 0
     misdirected: int = 0          # no answer: a reply subject not the sender's own inbox
     strangers: int = 0            # no answer: a subject without a sender
+    no_reply: int = 0             # no answer: none asked for
     rate_limited: int = 0         # refused ``rate_limited``
 
 
@@ -155,7 +157,10 @@ class Door:
         except ValueError:
             self.stats.strangers += 1
             return None
-        if not reply or not self._may_answer(role, name, reply):
+        if not reply:                   # nothing to answer (a preflight's probe command)
+            self.stats.no_reply += 1
+            return None
+        if not self._may_answer(role, name, reply):
             self.stats.misdirected += 1
             self._say(role, name, reply)
             return None
@@ -238,11 +243,11 @@ def door_metrics(doors: Callable[[], list[Door]]) -> Callable[[], list[Any]]:
     def collect() -> list[Metric]:
         samples: list[tuple[str, Mapping[str, str], float]] = []
         for door in doors():
-            for outcome in ("admitted", "misdirected", "strangers", "rate_limited"):
+            for outcome in ("admitted", "misdirected", "strangers", "no_reply", "rate_limited"):
                 samples.append(("_total", {"responder": door.responder, "outcome": outcome},
                                 getattr(door.stats, outcome)))
         return [Metric("door_requests", "counter", "requests at the door, by responder and outcome "
-                                                   "(misdirected, strangers: not answered)", samples)]
+                                                   "(misdirected, strangers, no_reply: not answered)", samples)]
 
     return collect
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from nats_nodes import DEPLOY, route_env
-from studroom.services.auth.powers import SERVICES
+from studroom.services.auth.powers import IDENTITIES
 from studroom.services.cli import build_parser
 from studroom.services.runtime.embedded_nats import nats_server_binary
 from test_systemd_units import REPLICATED, SERVED
@@ -144,7 +144,7 @@ def test_the_authority_jobs_script_makes_a_cluster_configuration_nats_server_acc
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     creds = {p.name: oct(p.stat().st_mode & 0o777) for p in (tmp_path / "creds").iterdir()}
-    assert creds == {**{f"service.{name}.creds": "0o400" for name in SERVICES}, "ca.pem": "0o444"}
+    assert creds == {**{f"service.{name}.creds": "0o400" for name in IDENTITIES}, "ca.pem": "0o444"}
     assert oct((tmp_path / "nats" / "tls" / "server-key.pem").stat().st_mode & 0o777) == "0o600"
     assert not list((tmp_path / "nats").rglob("ca-key.pem"))              # the CA's key stays in the Authority
     for conf in ("studroom.conf", "cluster.conf"):                        # the container's /etc/nats is here

@@ -21,7 +21,7 @@ import pytest
 from nats_nodes import DEPLOY, Server, ca_of, node, route_env, running, studroom_cli
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
-from studroom.services.auth.powers import SERVICES
+from studroom.services.auth.powers import IDENTITIES, SERVICES
 from studroom.services.runtime import process
 from studroom.services.runtime.embedded_nats import nats_server_binary
 from studroom.services.runtime.server_process import free_port
@@ -95,7 +95,7 @@ def test_a_cluster_node_without_its_route_settings_refuses_to_start(etc_nats: Pa
 
 def test_service_credentials_are_issued_once_for_every_service(tmp_path: Path) -> None:
     first = studroom_cli("auth", "service-creds", "--auth-dir", str(tmp_path / "auth")).split()
-    assert [Path(p).name for p in first] == [f"service.{name}.creds" for name in SERVICES]
+    assert [Path(p).name for p in first] == [f"service.{name}.creds" for name in IDENTITIES]
     assert {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"} <= set(SERVICES)
     assert studroom_cli("auth", "service-creds", "--auth-dir", str(tmp_path / "auth")).split() == first
     assert all(oct(Path(p).stat().st_mode & 0o777) == "0o600" for p in first)

@@ -205,7 +205,7 @@ def test_an_identity_gets_replies_on_its_own_inbox(connect_as: Any) -> None:
     only inbox for the player is ``_INBOX.player.<name>``."""
 
     async def scenario() -> tuple[bytes, str]:
-        service = await connect_as("service", "table")
+        service = await connect_as("service", "table-door")   # the service's door serves commands
         player = await connect_as("player", "inbox-test")
         inboxes: list[str] = []
 

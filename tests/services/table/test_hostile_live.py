@@ -2,7 +2,8 @@
 on a NATS server in operator mode, as the room runs them, and PostgreSQL.
 
 A player (``mal``, in a hand with bob, who does nothing meanwhile) and an operator
-(``floor``) each send what a hostile client would: random bytes, truncated JSON, wrong
+(``floor``) each send what a hostile client would: reply subjects not their own inbox
+(sent first: neither answered nor carried out), random bytes, truncated JSON, wrong
 types, unknown fields, huge numbers, negative and other seats, other players' names,
 replayed, garbled and huge command ids, other roles' commands (StartHand with a seed or
 a deck, Timeout, BuyIn, OpenTable), ViewTable of other tables.  Each request gets the
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import random
 import threading
@@ -152,10 +154,28 @@ class Request:
     fields: dict[str, Any] | None = None
     cut: int | None = None
     raw: bytes = b""
+    reply: str | None = None        # sent first with this reply subject: no answer, nothing done
+
+
+# Reply subjects not the sender's own inbox (issue 16): the service must neither answer
+# nor carry out the request.
+HOSTILE_REPLIES = st.sampled_from([
+    "$KV.studroom_leases.p.0", f"$KV.studroom_lobby.{TABLE}", "$JS.API.STREAM.DELETE.STUDROOM_PUBLIC",
+    "_INBOX.player.bob.x1", "_INBOX.player.malx.1", "_INBOX.operator.floorx.1", "_INBOX.service.table.1",
+    f"studroom.svc.{TABLE}.timer", "studroom.relay.nudge.x", "studroom.pub.x",
+]) | st.from_regex(r"\A[A-Za-z$_][A-Za-z0-9_.$-]{0,40}\Z").filter(lambda s: not s.startswith("_INBOX.") and ".." not in s
+                                                                  and not s.endswith("."))
 
 
 @st.composite
 def requests(draw: st.DrawFn) -> Request:
+    request = draw(_requests())
+    reply = draw(st.none() | st.none() | HOSTILE_REPLIES)
+    return request if reply is None else dataclasses.replace(request, reply=reply)
+
+
+@st.composite
+def _requests(draw: st.DrawFn) -> Request:
     table = draw(st.sampled_from([TABLE, TABLE, TABLE, OTHER, *NEW]))
     shape = draw(st.sampled_from(["command"] * 6 + ["mutated", "cut", "bytes", "big"]))
     if shape == "bytes":
@@ -202,6 +222,11 @@ ATTACKS = [
     Request(TABLE, {"type": "SitOut", "seat": 2, "sitting_out": False, "command_id": str(2**63)}),
     Request(TABLE, {"type": "SitOut", "seat": 2, "sitting_out": False, "command_id": FRESH}),
     Request(TABLE, raw=BIG_BODIES[1]),
+    Request(TABLE, {"type": "SitOut", "seat": 2, "command_id": FRESH}, reply="$KV.studroom_leases.p.0"),
+    Request(OTHER, {"type": "ViewTable"}, reply=f"$KV.studroom_lobby.{OTHER}"),
+    Request(TABLE, {"type": "ViewTable"}, reply="$JS.API.STREAM.DELETE.STUDROOM_PUBLIC"),
+    Request(TABLE, {"type": "ViewTable"}, reply="_INBOX.player.bob.x1"),
+    Request(TABLE, {"type": "Leave", "seat": 2, "command_id": FRESH}, reply=f"studroom.svc.{TABLE}.timer"),
 ]
 
 
@@ -260,8 +285,10 @@ class Live:
     async def start(self) -> None:
         service_store = PostgresEventStore(self.database_url, schema=self.schema, pool_size=2, max_overflow=2)
         self.exits.callback(service_store.close)
+        # no quota: this test is about the rules (the quotas: test_door_live.py)
         self.service = TableService(await self._connect("service", "table"), [service_store],
-                                    instance_id=f"hostile-{RUN}")
+                                    instance_id=f"hostile-{RUN}", quotas={},
+                                    door_nc=await self._connect("service", "table-door"))
         await self.service.start()
         self.exits.push_async_callback(self.service.close)
         stop = asyncio.Event()
@@ -290,8 +317,20 @@ class Live:
         reply = await self.who[name].client.send(table_id, command)
         assert reply.ok, (name, command, reply)
 
-    async def request(self, name: str, table_id: str, body: bytes) -> protocol.Reply:
-        msg = await self.who[name].client.nc.request(self.who[name].client.subject(table_id), body, timeout=10)
+    async def request(self, name: str, table_id: str, body: bytes, hostile_reply: str | None) -> protocol.Reply:
+        """The reply to ``body``, sent once before with ``hostile_reply`` (if any):
+        that copy must be neither answered nor carried out."""
+        nc, subject = self.who[name].client.nc, self.who[name].client.subject(table_id)
+        if hostile_reply is not None:
+            misdirected = self.service.door.stats.misdirected
+            await nc.publish(subject, body, reply=hostile_reply)
+            await nc.flush()
+            for _ in range(200):
+                if self.service.door.stats.misdirected > misdirected:
+                    break
+                await asyncio.sleep(0.01)
+            assert self.service.door.stats.misdirected == misdirected + 1, hostile_reply
+        msg = await nc.request(subject, body, timeout=10)
         return protocol.decode_reply(msg.data)
 
     def close(self) -> None:
@@ -344,7 +383,7 @@ def answer_hostile(live: Live, name: str, request: Request) -> None:
     who = live.who[name]
     before = live.reader.load(request.table)
     body = who.body(request)
-    reply = live.run(live.request(name, request.table, body))
+    reply = live.run(live.request(name, request.table, body, request.reply))
     after = live.reader.load(request.table)
     expected, would_store = twin_reply(request.table, before, body, who.sender)
     assert after[: len(before)] == before, "stored history changed"

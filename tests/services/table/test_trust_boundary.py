@@ -114,7 +114,9 @@ def in_room(connect_as: Any, store: PostgresEventStore, scenario: Callable[[Room
 
     async def main() -> None:
         service_nc = await connect_as("service", "table")
-        service = TableService(service_nc, [store], instance_id=f"trust-{_id()}", pause_ms=pause_ms)
+        door_nc = await connect_as("service", "table-door")      # commands in, replies out
+        service = TableService(service_nc, [store], instance_id=f"trust-{_id()}", pause_ms=pause_ms,
+                               door_nc=door_nc)
         await service.start()
         assert service.owned() == list(range(subjects.PARTITIONS))
         room = Room(connect_as, store)
@@ -124,6 +126,7 @@ def in_room(connect_as: Any, store: PostgresEventStore, scenario: Callable[[Room
             await room.close()
             await service.close()
             await service_nc.close()
+            await door_nc.close()
 
     asyncio.run(main())
 

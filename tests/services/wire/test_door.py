@@ -32,12 +32,18 @@ MAL = subjects.cashier_requests("player", "mal")
 @pytest.mark.parametrize("reply", [
     "$KV.studroom_leases.p.3", "$KV.studroom_lobby.t1", "$JS.API.STREAM.DELETE.STUDROOM_PUBLIC",
     "_INBOX.player.bob.x1", "_INBOX.player.malory.1", "_INBOX.player.mal", "_INBOX.operator.mal.1",
-    "studroom.relay.nudge.studroom_p0", "studroom.pcmd.3.t1.player.mal", "", None,
+    "studroom.relay.nudge.studroom_p0", "studroom.pcmd.3.t1.player.mal",
 ])
 def test_no_answer_but_on_the_senders_own_inbox(reply: str | None) -> None:
     d = door()
     assert d.admit(MAL, reply) is None
     assert d.stats.misdirected == 1 and d.stats.admitted == 0
+
+
+def test_a_request_without_a_reply_subject_is_not_answered() -> None:
+    d = door()
+    assert d.admit(MAL, None) is None and d.admit(MAL, "") is None
+    assert d.stats.no_reply == 2 and d.stats.misdirected == 0
 
 
 def test_the_senders_own_inbox_is_answered() -> None:
