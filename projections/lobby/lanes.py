@@ -26,8 +26,8 @@ from typing import Any, Final
 import msgspec
 import nats.js.errors
 from studroom.domain.events import TableEvent
-from studroom.domain.views import TableView
 from studroom.domain.names import is_name
+from studroom.domain.views import TableView
 from studroom.services.wire.pull import retry_later
 
 from .entry import LobbyEntry, decode, encode
@@ -42,6 +42,7 @@ __all__ = ["VERSION_HEADER", "Item", "LaneStats", "Lanes", "item_of"]
 log = logging.getLogger("studroom.lobby")
 
 ATTEMPTS: Final = 10                            # compare-and-set rounds lost before a redelivery
+HEAL_AGAIN: Final = 2.0                         # seconds before a heal that failed is tried again
 
 _event_decoder = msgspec.json.Decoder(TableEvent)
 
@@ -129,7 +130,6 @@ class Lanes:
         own, so that a table where nothing happens comes back too."""
         if not is_name(table_id):
             return                                    # no table's key: nothing to rebuild it from
-        self._written.pop(table_id, None)
         self._recheck.add(table_id)
         if table_id not in self._queues:
             self._queues[table_id] = []
@@ -143,7 +143,9 @@ class Lanes:
     async def _drain(self, table_id: str) -> None:
         try:
             while (batch := self._queues[table_id]) or table_id in self._recheck:
-                self._recheck.discard(table_id)
+                if table_id in self._recheck:         # the bucket's value, not what this instance wrote
+                    self._recheck.discard(table_id)
+                    self._written.pop(table_id, None)
                 self._queues[table_id] = []
                 try:
                     await self._settle(table_id, batch)
@@ -178,6 +180,8 @@ class Lanes:
         self.stats.failed += 1
         for item in batch:
             await retry_later(item.msg)
+        if not batch:                                 # a heal: nothing comes again by itself
+            asyncio.get_running_loop().call_later(HEAL_AGAIN, self.heal, table_id)
 
     def _keep(self, table_id: str, entry: LobbyEntry | None, revision: int | None) -> None:
         """The entry as it is in the bucket, for the table's next batch."""
