@@ -1,7 +1,7 @@
 """Players' histories over NATS, on a server in operator mode (docs/design/trust.md):
 a player asks about himself only (the server refuses his request on anyone else's
 subject, the service refuses another name in the body), an operator about anyone;
-the history service runs as the service "history" with just its own powers."""
+the history service runs as the service "history"'s door with just its powers."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ async def history_service(connect_as: Any, database_url: str, events: list[Event
     with PostgresEventStore(database_url, schema=store_schema) as store:
         store.append([("t07", 0, events)])
     projector = Projector(database_url, [store_schema], history_schema=history)
-    nc = await connect_as("service", "history")
+    nc = await connect_as("service", "history-door")      # it answers on its door alone
     service = HistoryService(nc, projector, HistoryDesk(database_url, history), idle_s=0.05)
     stop = asyncio.Event()
     await service.start()
