@@ -1,13 +1,13 @@
-"""``studroom player|operator add|revoke`` as an administrator runs them."""
+"""``studroom player|operator add|revoke`` and ``auth service-creds`` as an administrator
+runs them (in this process: the command's own parser and function, its output captured)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +16,33 @@ import nats.errors
 import pytest
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
+from studroom.services.cli import build_parser
 from studroom.services.runtime.embedded_nats import EmbeddedNats
 from studroom.services.runtime.server_process import free_port
 
 
-def studroom(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "studroom.services.cli", *args], capture_output=True, text=True,
-                          check=False, env={**os.environ, **(env or {})}, timeout=60)
+@dataclass
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def test_add_again_issues_new_credentials_with_a_fresh_expiry(tmp_path: Path) -> None:
+@pytest.fixture
+def studroom(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``studroom(*args, env={...})``: run the command, its exit code and output."""
+    def run(*args: str, env: dict[str, str] | None = None) -> Done:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        argv = list(args)
+        parsed = build_parser(argv).parse_args(argv)
+        code = parsed.run(parsed)
+        out, err = capsys.readouterr()
+        return Done(code, out, err)
+    return run
+
+
+def test_add_again_issues_new_credentials_with_a_fresh_expiry(studroom: Any, tmp_path: Path) -> None:
     auth = str(tmp_path / "auth")
     first = studroom("player", "add", "alice", "--auth-dir", auth)
     claims = jwt.creds_claims(Path(first.stdout.strip()).read_text())
@@ -35,7 +52,7 @@ def test_add_again_issues_new_credentials_with_a_fresh_expiry(tmp_path: Path) ->
     assert again["sub"] != claims["sub"] and again["exp"] >= claims["exp"]
 
 
-def test_revoking_someone_who_does_not_exist_is_a_clear_error(tmp_path: Path) -> None:
+def test_revoking_someone_who_does_not_exist_is_a_clear_error(studroom: Any, tmp_path: Path) -> None:
     auth = str(tmp_path / "auth")
     studroom("player", "add", "alice", "--auth-dir", auth)
     done = studroom("operator", "revoke", "alice", "--auth-dir", auth)
@@ -45,7 +62,8 @@ def test_revoking_someone_who_does_not_exist_is_a_clear_error(tmp_path: Path) ->
     assert bad.returncode == 2 and "ids are" in bad.stderr
 
 
-def test_a_revocation_without_running_servers_is_recorded_and_says_when_it_applies(tmp_path: Path) -> None:
+def test_a_revocation_without_running_servers_is_recorded_and_says_when_it_applies(studroom: Any,
+                                                                                   tmp_path: Path) -> None:
     auth = str(tmp_path / "auth")
     studroom("player", "add", "bob", "--auth-dir", auth)
     done = studroom("player", "revoke", "bob", "--auth-dir", auth, env={"STUDROOM_NATS_URL": ""})
@@ -60,7 +78,8 @@ def test_a_revocation_without_running_servers_is_recorded_and_says_when_it_appli
 
 
 @pytest.mark.integration
-def test_revoke_disconnects_a_connected_operator_at_once(secure_nats_url: str, authority: Authority) -> None:
+def test_revoke_disconnects_a_connected_operator_at_once(studroom: Any, secure_nats_url: str,
+                                                         authority: Authority) -> None:
     auth = str(authority.folder)
     creds = Path(studroom("operator", "add", "eve", "--auth-dir", auth).stdout.strip())
 
@@ -82,7 +101,7 @@ def test_revoke_disconnects_a_connected_operator_at_once(secure_nats_url: str, a
 
 
 @pytest.mark.integration
-def test_revoke_in_a_running_embedded_room_holds_across_a_reload(private_dir: Path) -> None:
+def test_revoke_in_a_running_embedded_room_holds_across_a_reload(studroom: Any, private_dir: Path) -> None:
     """No flag: the data folder's running NATS is told, and its configuration file is
     written anew, so that a reload (SIGHUP) keeps the revocation."""
     env = {"STUDROOM_DATA_DIR": str(private_dir), "STUDROOM_NATS_URL": ""}
@@ -113,7 +132,7 @@ def test_revoke_in_a_running_embedded_room_holds_across_a_reload(private_dir: Pa
         assert asyncio.run(refused())
 
 
-def test_service_creds_installs_copies_the_services_read_and_renews_them(tmp_path: Path) -> None:
+def test_service_creds_installs_copies_the_services_read_and_renews_them(studroom: Any, tmp_path: Path) -> None:
     auth, into = str(tmp_path / "auth"), tmp_path / "etc-creds"
     into.mkdir()
     first = studroom("auth", "service-creds", "--auth-dir", auth, "--into", str(into), "--owner", str(os.getuid()))
