@@ -10,6 +10,11 @@ Chips are whole numbers and the balance is never below zero.
   (the table credited the seat: the chips stay at the table) or :meth:`Account.refund`
   (the table refused: they come back).  The player numbers his buy-in requests like his
   table commands (``command_ids``): a replayed request is refused ``duplicate_command``.
+  One buy-in of his is in flight at a table at a time (``buy_in_in_flight``), and the
+  table command ids the cashier gives his buy-ins there rise (:meth:`Account.next_buy_in_id`):
+  the table numbers the cashier's buy-ins per player, so a resent one that the table
+  calls a duplicate was carried out.  The cashier instance that sends it is its
+  ``owner``; another one takes it over with a claim (:meth:`Account.claim`).
 - A **cash-out** (:meth:`Account.cash_out`) credits the chips a seat held when its
   player left a table, once per ``PlayerLeft``: the account remembers the table
   versions it was credited for.
@@ -29,7 +34,7 @@ from . import command_ids
 from .authority import Sender
 from .errors import (
     BAD_AMOUNT,
-    DUPLICATE_COMMAND,
+    BUY_IN_IN_FLIGHT,
     DUPLICATE_REFERENCE,
     FORBIDDEN,
     INSUFFICIENT_FUNDS,
@@ -77,8 +82,18 @@ class BuyInReserved(AccountEvent, tag=True):
     table_id: str
     seat: int
     amount: int
-    command_id: str               # the table command's id (the cashier's sequence at that table)
+    command_id: str               # the table command's id (the cashier's sequence for this player there)
     request_id: str               # the player's request, stored as "<role>.<name>#<n>"
+    owner: str | None = None      # the cashier instance that sends it (None: reserved before owners were kept)
+
+
+class BuyInClaimed(AccountEvent, tag=True):
+    """``owner`` sends the open buy-in (again): its own after a restart, or another
+    instance's it took over."""
+
+    table_id: str
+    command_id: str
+    owner: str
 
 
 class BuyInConfirmed(AccountEvent, tag=True):
@@ -109,7 +124,7 @@ class CashedOut(AccountEvent, tag=True):
     amount: int
 
 
-AccountEventType = Union[Deposited, Withdrawn, BuyInReserved, BuyInConfirmed, BuyInRefunded, CashedOut]
+AccountEventType = Union[Deposited, Withdrawn, BuyInReserved, BuyInClaimed, BuyInConfirmed, BuyInRefunded, CashedOut]
 E = TypeVar("E", bound=AccountEvent)
 
 
@@ -158,6 +173,16 @@ class Reservation(msgspec.Struct, frozen=True):
     seat: int
     amount: int
     command_id: str
+    owner: str | None = None      # the instance that sends it (None: anyone, after the take-over time)
+    claimed_ms: int = 0           # when its owner last claimed it (reserving is a claim)
+
+    def claimable(self, owner: str, now_ms: int, takeover_ms: int) -> bool:
+        """May ``owner`` send it now: its own at once, another's once unclaimed for ``takeover_ms``."""
+        return self.owner == owner or now_ms - self.claimed_ms >= takeover_ms
+
+    def fresh(self, owner: str, now_ms: int, fresh_ms: int) -> bool:
+        """Is ``owner``'s claim recent enough to send it?"""
+        return self.owner == owner and now_ms - self.claimed_ms < fresh_ms
 
 
 def buy_in_key(table_id: str, command_id: str) -> str:
@@ -182,6 +207,7 @@ class Account:
         self.references: set[str] = set()                  # of deposits and withdrawals
         self.cashed_out: dict[str, set[int]] = {}          # table -> versions of PlayerLeft credited
         self.last_requests: dict[str, int] = {}            # the player's highest buy-in request id
+        self.last_buy_in_ids: dict[str, int] = {}          # table -> the highest table command id given there
 
     @classmethod
     def replay(cls, player: str, events: list[AccountEventType]) -> Account:
@@ -212,20 +238,39 @@ class Account:
 
     # --- the buy-in saga
 
+    def open_at(self, table_id: str) -> Reservation | None:
+        """The buy-in of this player in flight at ``table_id``, if any."""
+        return next((r for r in self.pending.values() if r.table_id == table_id), None)
+
+    def next_buy_in_id(self, table_id: str, now_us: int) -> str:
+        """The table command id of the next buy-in at ``table_id``: microseconds since the
+        epoch, above the last one given there (also when the clock went back)."""
+        return str(max(now_us, self.last_buy_in_ids.get(table_id, 0) + 1))
+
     def reserve(self, table_id: str, seat: int, amount: int, command_id: str, request_id: str | None,
-                at_ms: int) -> BuyInReserved:
+                at_ms: int, owner: str | None = None) -> BuyInReserved:
         """Take ``amount`` off the balance for ``seat`` at ``table_id``; ``request_id``
-        is the player's number for this request (above his last)."""
+        is the player's number for this request (above his last); ``owner`` sends it."""
         check_name(table_id, "table id")
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < SEATS[1]:
             raise DomainError(UNKNOWN_SEAT, f"seats are 0..{SEATS[1] - 1}, not {quoted(seat)}")
         _check_amount(amount, "a buy-in")
         stored_request = command_ids.next_id(self.last_requests, Sender("player", self.player), request_id, at_ms)
-        if buy_in_key(table_id, command_id) in self.pending:
-            raise DomainError(DUPLICATE_COMMAND, f"buy-in {command_id} at {table_id} is reserved already")
+        in_flight = self.open_at(table_id)
+        if in_flight is not None:
+            raise DomainError(BUY_IN_IN_FLIGHT, f"buy-in {in_flight.command_id} at {table_id} is not settled yet")
         self._check_funds(amount)
         return self._emit(BuyInReserved(table_id=table_id, seat=seat, amount=amount, command_id=command_id,
-                                        request_id=stored_request, at_ms=at_ms))
+                                        request_id=stored_request, owner=owner, at_ms=at_ms))
+
+    def claim(self, table_id: str, owner: str, at_ms: int, takeover_ms: int) -> BuyInClaimed:
+        """``owner`` sends the buy-in in flight at ``table_id`` (again), if it may."""
+        r = self.open_at(table_id)
+        if r is None:
+            raise DomainError(UNKNOWN_BUY_IN, f"no buy-in is in flight at {table_id}")
+        if not r.claimable(owner, at_ms, takeover_ms):
+            raise DomainError(BUY_IN_IN_FLIGHT, f"buy-in {r.command_id} at {table_id} is {r.owner}'s to send")
+        return self._emit(BuyInClaimed(table_id=table_id, command_id=r.command_id, owner=owner, at_ms=at_ms))
 
     def confirm(self, table_id: str, command_id: str, at_ms: int) -> BuyInConfirmed:
         r = self._reservation(table_id, command_id)
@@ -254,8 +299,15 @@ class Account:
             self.references.add(event.reference)
         elif isinstance(event, BuyInReserved):
             self.pending[buy_in_key(event.table_id, event.command_id)] = Reservation(
-                event.table_id, event.seat, event.amount, event.command_id)
+                event.table_id, event.seat, event.amount, event.command_id, event.owner, event.at_ms)
             command_ids.remember(self.last_requests, event.request_id)
+            given = int(event.command_id) if event.command_id.isdecimal() else 0
+            self.last_buy_in_ids[event.table_id] = max(self.last_buy_in_ids.get(event.table_id, 0), given)
+        elif isinstance(event, BuyInClaimed):
+            key = buy_in_key(event.table_id, event.command_id)
+            r = self.pending.get(key)
+            if r is not None:
+                self.pending[key] = msgspec.structs.replace(r, owner=event.owner, claimed_ms=event.at_ms)
         elif isinstance(event, BuyInConfirmed | BuyInRefunded):
             del self.pending[buy_in_key(event.table_id, event.command_id)]
         elif isinstance(event, CashedOut):

@@ -20,6 +20,14 @@ The id stored on the command's first event is ``"<role>.<name>#<n>"``; folding t
 events in keeps each sender's highest ``n`` (replay rebuilds it).  Memory: one entry
 per identity that ever had a command carried out at the table, however many commands
 it sent.  Commands without a sender (the room's own code) carry no id.
+
+A sender acting for a player (the cashier's ``BuyIn``, which names the player who
+paid) numbers those commands per player: its sequence is ``"<role>.<name>/<player>"``
+(the stored id is the same ``"<role>.<name>#<n>"``; replay knows the player from the
+seat).  So the cashier may have one buy-in of each player in flight at a table, and a
+resent one refused as a duplicate was carried out (docs/design/cashier.md).  A
+sequence kept before (one for the sender, from a snapshot written before) still
+counts: an id must be above both.
 """
 
 from __future__ import annotations
@@ -40,9 +48,15 @@ def highest(now_ms: int) -> int:
     return min(now_ms * 1000 + AHEAD_US, LIMIT - 1) if now_ms > 0 else LIMIT - 1
 
 
-def next_id(last: dict[str, int], sender: Sender, command_id: str | None, now_ms: int) -> str:
-    """The id to store for ``sender``'s command stamped ``now_ms``, or ``bad_command_id``
-    / ``duplicate_command``."""
+def sequence(key: str, player: str | None) -> str:
+    """The sequence a sender's command is numbered in: his own, or his for ``player``."""
+    return key if player is None else f"{key}/{player}"
+
+
+def next_id(last: dict[str, int], sender: Sender, command_id: str | None, now_ms: int,
+            player: str | None = None) -> str:
+    """The id to store for ``sender``'s command stamped ``now_ms`` (given for
+    ``player``: numbered per player), or ``bad_command_id`` / ``duplicate_command``."""
     if command_id is None or not _DECIMAL.fullmatch(command_id) or int(command_id) >= LIMIT:
         raise DomainError(BAD_COMMAND_ID, f"command_id must be a decimal integer in 1..2**63-1, not {quoted(command_id)}")
     n = int(command_id)
@@ -50,9 +64,10 @@ def next_id(last: dict[str, int], sender: Sender, command_id: str | None, now_ms
         raise DomainError(BAD_COMMAND_ID, f"command_id {n} is ahead of the clock ({now_ms} ms) by more than "
                                           f"{AHEAD_US // 1_000_000} s: ids are microseconds since the epoch")
     key = sender.key
-    previous = last.get(key, 0)
+    previous = max(last.get(sequence(key, player), 0), last.get(key, 0))
     if n <= previous:
-        raise DomainError(DUPLICATE_COMMAND, f"command {n} of {key} is not above its last, {previous}: already seen")
+        raise DomainError(DUPLICATE_COMMAND, f"command {n} of {sequence(key, player)} is not above its last, "
+                                             f"{previous}: already seen")
     return f"{key}#{n}"
 
 
@@ -62,11 +77,13 @@ def none_without_sender(command_id: str | None) -> None:
         raise DomainError(BAD_COMMAND_ID, f"a command without a sender carries no command_id, not {quoted(command_id)}")
 
 
-def remember(last: dict[str, int], stored: str) -> None:
-    """Fold a stored id in: its sender's highest id so far.  Ids stored before senders
-    numbered their commands (no ``#<n>``) name no sender and are passed over."""
+def remember(last: dict[str, int], stored: str, player: str | None = None) -> None:
+    """Fold a stored id in: its sequence's highest id so far (``player``: the one it
+    was given for).  Ids stored before senders numbered their commands (no ``#<n>``)
+    name no sender and are passed over."""
     key, _, number = stored.rpartition("#")
     if key and _DECIMAL.fullmatch(number):
         n = int(number)
+        key = sequence(key, player)
         if n > last.get(key, 0):
             last[key] = n

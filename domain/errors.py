@@ -32,6 +32,7 @@ OVER_MAX_BUY_IN: Final = "over_max_buy_in"
 INSUFFICIENT_FUNDS: Final = "insufficient_funds"      # more than the account's balance
 DUPLICATE_REFERENCE: Final = "duplicate_reference"    # a deposit's or withdrawal's reference used before
 UNKNOWN_BUY_IN: Final = "unknown_buy_in"              # no such buy-in reserved in the account
+BUY_IN_IN_FLIGHT: Final = "buy_in_in_flight"          # the player's last buy-in at that table is not settled yet
 
 # Hands and dealing
 HAND_IN_PROGRESS: Final = "hand_in_progress"

@@ -126,8 +126,15 @@ class Table:
         _APPLY[type(event)](self, event)
         command_id = event.command_id
         if command_id is not None:
-            command_ids.remember(self.last_command_ids, command_id)
+            command_ids.remember(self.last_command_ids, command_id, self._paid_by(event, command_id))
         self.version += 1
+
+    def _paid_by(self, event: Event, command_id: str) -> str | None:
+        """The player a service's buy-in was for (the seat's holder): the cashier numbers
+        its buy-ins per player (domain/command_ids.py)."""
+        if type(event) is ChipsBought and command_id.startswith("service.") and event.seat in self.seats:
+            return self.seats[event.seat].player
+        return None
 
     def state(self) -> dict[str, Any]:
         """Everything the table knows, as plain data: two tables with equal ``state()``
@@ -156,7 +163,7 @@ class Table:
         events, self._events = self._events, []
         if command_id is not None and events:
             events[0] = msgspec.structs.replace(events[0], command_id=command_id)
-            command_ids.remember(self.last_command_ids, command_id)
+            command_ids.remember(self.last_command_ids, command_id, self._paid_by(events[0], command_id))
         return events
 
     def _admit(self, command: Command, by: Sender | None) -> str | None:
@@ -167,7 +174,8 @@ class Table:
             return None
         holders = {seat: state.player for seat, state in self.seats.items()}
         authorize(command, by, holders, self.config is not None and not self.config.auto_deal)
-        return command_ids.next_id(self.last_command_ids, by, command.command_id, command.now_ms)
+        player = command.player if isinstance(command, BuyIn) and by.role == "service" else None
+        return command_ids.next_id(self.last_command_ids, by, command.command_id, command.now_ms, player)
 
     def _emit(self, event: Event) -> None:
         self.apply(event)

@@ -121,11 +121,11 @@ def transfers(tables: Iterable[TableAudit], cashier: Iterable[AccountAudit]) -> 
     """Match both sides of every transfer between the cashier and the tables."""
     out = Transfers()
     by_table = {t.table: t for t in tables}
-    reserved: set[tuple[str, str]] = set()
+    reserved: set[tuple[str, str, str]] = set()          # (table, player, command id): numbered per player
     credited: set[tuple[str, int]] = set()
     for account in cashier:
         for r in account.reservations.values():
-            reserved.add((r.table, r.command_id))
+            reserved.add((r.table, account.player or "", r.command_id))
             _buy_in(out, account.player or "", r, by_table.get(r.table))
         for (table, version), cash in account.cashed.items():
             credited.add((table, version))
@@ -136,8 +136,8 @@ def transfers(tables: Iterable[TableAudit], cashier: Iterable[AccountAudit]) -> 
                 out.differences.append(_transfer(f"credits {cash.amount} chips for {table} v{version}, where "
                                                  f"the table stored {seen}", cash.player, cash.event))
     for audit in by_table.values():
-        for command_id, bought in audit.buy_ins.items():
-            if (audit.table, command_id) not in reserved:
+        for (player, command_id), bought in audit.buy_ins.items():
+            if (audit.table, player, command_id) not in reserved:
                 out.differences.append(_transfer(f"{bought.amount} chips bought through the cashier "
                                                  f"(command {command_id}) that no account reserved",
                                                  bought.player, bought.event, audit.table))
@@ -151,7 +151,7 @@ def _buy_in(out: Transfers, player: str, r: Reservation, table: TableAudit | Non
     if table is None:
         out.in_transit += r.amount if r.settled is None else 0
         return
-    bought = table.buy_ins.get(r.command_id)
+    bought = table.buy_ins.get((player, r.command_id))
     if bought is None:
         if r.settled == "confirmed":
             out.differences.append(_transfer(f"a confirmed buy-in of {r.amount} chips at {r.table} that the "

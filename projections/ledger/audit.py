@@ -86,7 +86,7 @@ class TableAudit:
         self.moved: dict[str, int] = defaultdict(int)          # the books' buy-ins and cash-outs by kind
         self.raked: dict[int, int] = defaultdict(int)          # hand -> the rake the books took
         self.players: dict[int, set[str]] = {}                 # hand -> who was dealt in
-        self.buy_ins: dict[str, Transfer] = {}                 # the cashier's command id -> its ChipsBought
+        self.buy_ins: dict[tuple[str, str], Transfer] = {}     # (player, the cashier's command id) -> its ChipsBought
         self.left: dict[int, Transfer] = {}                    # version -> a PlayerLeft with chips
         self.differences: list[Difference] = []
         self._hand: HandStarted | None = None
@@ -138,7 +138,7 @@ class TableAudit:
         sender, _, number = (e.command_id or "").partition("#")
         player = self.book.seats.get(e.seat)
         if sender == CASHIER and player is not None:
-            self.buy_ins[number] = Transfer(player, e.amount, self._where)
+            self.buy_ins[player, number] = Transfer(player, e.amount, self._where)   # numbered per player
 
     def _left(self, version: int, e: PlayerLeft) -> None:
         if e.cashed_out:

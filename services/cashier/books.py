@@ -1,7 +1,7 @@
-"""The accounts and the table desks in the cashier's event store (PostgreSQL schema
-``studroom_cashier``, through the store port), for asyncio code.
+"""The accounts in the cashier's event store (PostgreSQL schema ``studroom_cashier``,
+through the store port), for asyncio code.
 
-Each aggregate is kept in memory as last stored.  A read catches it up first (its
+Each account is kept in memory as last stored.  A read catches it up first (its
 events after the version in memory: other instances write too); a write may start
 from the kept copy without reading (``fresh=False``): if anyone stored since, the
 append is refused as a ``VersionConflict`` and nothing is written, so the writer
@@ -15,49 +15,39 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from studroom.domain import account as accounts
 from studroom.domain.account import Account, AccountEventType
 
 from ..store.codec import register_event_types
 from ..store.port import EventStore
-from . import desk as desks
-from .desk import DeskEventType, TableDesk
+from .desk import DeskEventType
 
 CASHIER_SCHEMA: Final = "studroom_cashier"
 MAX_KEPT: Final = 50_000            # aggregates kept in memory (all dropped when more)
 
-register_event_types(AccountEventType, DeskEventType)
+register_event_types(AccountEventType, DeskEventType)      # desks: old stores' streams, still read
 
 
-A = TypeVar("A", Account, TableDesk)
-
-
-def _stream(aggregate: Account | TableDesk) -> str:
-    if isinstance(aggregate, Account):
-        return accounts.stream_id(aggregate.player)
-    return desks.stream_id(aggregate.table_id)
+def _stream(aggregate: Account) -> str:
+    return accounts.stream_id(aggregate.player)
 
 
 class Books:
     def __init__(self, store: EventStore) -> None:
         self.store = store
-        self._kept: dict[str, Account | TableDesk] = {}
+        self._kept: dict[str, Account] = {}
 
     async def account(self, player: str, *, fresh: bool = True) -> Account:
         """A copy of ``player``'s account as stored now (``fresh=False``: as kept)."""
         return await self._load(accounts.stream_id(player), lambda: Account(player), fresh)
 
-    async def desk(self, table_id: str, *, fresh: bool = True) -> TableDesk:
-        """A copy of the desk at ``table_id`` as stored now (``fresh=False``: as kept)."""
-        return await self._load(desks.stream_id(table_id), lambda: TableDesk(table_id), fresh)
-
     async def movements(self, player: str, after: int) -> list[AccountEventType]:
         """``player``'s account events after version ``after``, in order."""
         return await asyncio.to_thread(self.store.load, accounts.stream_id(player), after)
 
-    async def save(self, *changes: tuple[Account | TableDesk, list[Any]]) -> None:
+    async def save(self, *changes: tuple[Account, list[Any]]) -> None:
         """Store each copy's new ``events`` (already applied to it) in one transaction,
         or raise ``VersionConflict`` and store none."""
         batch = [(_stream(aggregate), aggregate.version - len(events), events)
@@ -68,7 +58,7 @@ class Books:
         for aggregate, _ in changes:
             self._keep(_stream(aggregate), aggregate)
 
-    async def _load(self, stream: str, new: Callable[[], A], fresh: bool) -> A:
+    async def _load(self, stream: str, new: Callable[[], Account], fresh: bool) -> Account:
         while True:
             kept: Any = self._kept.get(stream)
             if kept is not None and not fresh:
@@ -84,7 +74,7 @@ class Books:
             self._keep(stream, kept)
             return copy.deepcopy(kept)  # type: ignore[no-any-return]
 
-    def _keep(self, stream: str, aggregate: Account | TableDesk) -> None:
+    def _keep(self, stream: str, aggregate: Account) -> None:
         kept = self._kept.get(stream)
         if kept is not None and kept.version > aggregate.version:
             return

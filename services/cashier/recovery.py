@@ -1,11 +1,11 @@
-"""Finishing the buy-ins left open (docs/design/cashier.md, "Crashes").
+"""Finishing the buy-ins left in flight (docs/design/cashier.md, "Crashes").
 
-Every instance follows its store's notification log from the start: the desks' events
-say which tables have a buy-in open, whose it is and when it was last claimed.  Every
-second it sends again each open buy-in it may (:meth:`.saga.BuyInSaga.resume`): its
-own (left by a crash of this instance id, or unanswered by the table: again after a
-pause growing from 1 s to 30 s), and another instance's once that one has not claimed
-it for the take-over time.
+Every instance follows its store's notification log from the start: the accounts'
+buy-in events say which player has a buy-in in flight at which table, whose it is and
+when it was last claimed.  Every second it sends again each one it may
+(:meth:`.saga.BuyInSaga.resume`): its own (left by a crash of this instance id, or
+unanswered by the table: again after a pause growing from 1 s to 30 s), and another
+instance's once that one has not claimed it for the take-over time.
 """
 
 from __future__ import annotations
@@ -16,9 +16,17 @@ import logging
 import time
 from typing import Final
 
+import msgspec
+from studroom.domain.account import (
+    BuyInClaimed,
+    BuyInConfirmed,
+    BuyInRefunded,
+    BuyInReserved,
+    Reservation,
+    player_of,
+)
+
 from ..store.port import EventStore, Notification
-from . import desk as desks
-from .desk import DeskEvent, TableDesk
 from .saga import PENDING, BuyInSaga, now_ms
 
 log = logging.getLogger("studroom.cashier")
@@ -27,29 +35,34 @@ BATCH: Final = 1000              # notifications read at a time
 FIRST_PAUSE: Final = 1.0         # seconds before an own pending buy-in is sent again ...
 LONGEST_PAUSE: Final = 30.0      # ... doubling up to this
 
+InFlight = tuple[str, str]       # (player, table)
+
 
 class OpenBuyIns:
-    """The tables with a buy-in open, folded from the desks' events of a notification log."""
+    """The buy-ins in flight, folded from the accounts' events of a notification log."""
 
     def __init__(self) -> None:
-        self.position = 0                          # the last notification id read
-        self.desks: dict[str, TableDesk] = {}      # only the desks with a buy-in open
+        self.position = 0                                  # the last notification id read
+        self.in_flight: dict[InFlight, Reservation] = {}
 
     def take(self, notifications: list[Notification]) -> None:
         for n in notifications:
             self.position = n.id
-            if not (n.stream_id.startswith(desks.STREAM_PREFIX) and isinstance(n.event, DeskEvent)):
+            player, event = player_of(n.stream_id), n.event
+            if player is None:
                 continue
-            table_id = n.stream_id[len(desks.STREAM_PREFIX):]
-            desk = self.desks.get(table_id) or TableDesk(table_id)
-            desk.apply(n.event)
-            if desk.open is None:
-                self.desks.pop(table_id, None)
-            else:
-                self.desks[table_id] = desk
+            if isinstance(event, BuyInReserved):
+                self.in_flight[player, event.table_id] = Reservation(
+                    event.table_id, event.seat, event.amount, event.command_id, event.owner, event.at_ms)
+            elif isinstance(event, BuyInClaimed) and (player, event.table_id) in self.in_flight:
+                r = self.in_flight[player, event.table_id]
+                self.in_flight[player, event.table_id] = msgspec.structs.replace(
+                    r, owner=event.owner, claimed_ms=event.at_ms)
+            elif isinstance(event, BuyInConfirmed | BuyInRefunded):
+                self.in_flight.pop((player, event.table_id), None)
 
-    def claimable(self, owner: str, at_ms: int, takeover_ms: int) -> list[str]:
-        return [t for t, desk in self.desks.items() if desk.claimable(owner, at_ms, takeover_ms)]
+    def claimable(self, owner: str, at_ms: int, takeover_ms: int) -> list[InFlight]:
+        return [key for key, r in self.in_flight.items() if r.claimable(owner, at_ms, takeover_ms)]
 
 
 class Recovery:
@@ -59,7 +72,7 @@ class Recovery:
         self.every = every
         self.open = OpenBuyIns()
         self.resumed = 0                            # buy-ins settled by a resume (confirmed or refunded)
-        self._next_try: dict[str, tuple[float, float]] = {}    # table -> (monotonic time, pause)
+        self._next_try: dict[InFlight, tuple[float, float]] = {}    # (monotonic time, pause)
 
     async def catch_up(self) -> None:
         while True:
@@ -72,27 +85,28 @@ class Recovery:
         """Read what is new, then send again every open buy-in this instance may send now."""
         await self.catch_up()
         now = time.monotonic()
-        due = [t for t in self.open.claimable(self.saga.owner, now_ms(), self.saga.takeover_ms)
-               if not self.saga.busy(t) and self._next_try.get(t, (0.0, 0.0))[0] <= now]
-        for table_id in list(self._next_try):
-            if table_id not in self.open.desks:
-                del self._next_try[table_id]
-        await asyncio.gather(*(self._resume(t) for t in due))
+        due = [key for key in self.open.claimable(self.saga.owner, now_ms(), self.saga.takeover_ms)
+               if not self.saga.busy(key[0]) and self._next_try.get(key, (0.0, 0.0))[0] <= now]
+        for key in list(self._next_try):
+            if key not in self.open.in_flight:
+                del self._next_try[key]
+        await asyncio.gather(*(self._resume(key) for key in due))
 
-    async def _resume(self, table_id: str) -> None:
+    async def _resume(self, key: InFlight) -> None:
+        player, table_id = key
         try:
-            settled = await self.saga.resume(table_id)
+            settled = await self.saga.resume(player, table_id)
         except Exception:
-            log.exception("resuming the buy-in at %s failed: again later", table_id)
+            log.exception("resuming the buy-in of %s at %s failed: again later", player, table_id)
             settled = PENDING
         if settled is not None and settled.outcome == "pending":
-            pause = min(self._next_try.get(table_id, (0.0, FIRST_PAUSE / 2))[1] * 2, LONGEST_PAUSE)
-            self._next_try[table_id] = (time.monotonic() + pause, pause)
+            pause = min(self._next_try.get(key, (0.0, FIRST_PAUSE / 2))[1] * 2, LONGEST_PAUSE)
+            self._next_try[key] = (time.monotonic() + pause, pause)
             return
-        self._next_try.pop(table_id, None)
+        self._next_try.pop(key, None)
         if settled is not None:
             self.resumed += 1
-            log.info("buy-in at %s resumed: %s", table_id, settled.outcome)
+            log.info("buy-in of %s at %s resumed: %s", player, table_id, settled.outcome)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sweep every ``every`` seconds until ``stop``."""

@@ -16,7 +16,6 @@ from ..players.client import Refused
 from ..store.port import VersionConflict
 from ..wire import protocol, subjects
 from .books import Books
-from .desk import Busy
 from .protocol import (
     MOST_MOVEMENTS,
     Balance,
@@ -30,7 +29,7 @@ from .protocol import (
     decode_request,
     refusal,
 )
-from .saga import ATTEMPTS, BuyInSaga, now_ms
+from .saga import ATTEMPTS, Busy, BuyInSaga, now_ms
 
 log = logging.getLogger("studroom.cashier")
 

@@ -3,19 +3,24 @@ at all (docs/design/cashier.md).
 
 0. **door**: what the account or the table would refuse is refused now, with nothing
    stored and no lock taken (``door.py``).
-1. **reserve**: the account takes the chips off the balance and the table's desk opens
-   the buy-in, in one transaction; its id is the cashier's next at that table.
+1. **reserve**: ``BuyInReserved`` in the account: the chips are off the balance, the
+   buy-in is in flight, its table command id is the next of this player's at that
+   table and this instance is its owner.
 2. **send**: ``BuyIn(seat, amount, player, command_id)`` to the table as the service
    "cashier": the table credits only a seat that player holds.
-3. **settle**: the table credited the seat -> ``confirm``; it refused -> ``refund`` (the
-   chips are back); no answer -> the buy-in stays open (``pending``) and is sent again
-   later (:meth:`BuyInSaga.resume`, by the recovery loop).
+3. **settle**: the table credited the seat -> ``BuyInConfirmed``; it refused ->
+   ``BuyInRefunded`` (the chips are back); no answer -> the buy-in stays in flight
+   (``pending``) and is sent again later (:meth:`BuyInSaga.resume`, by the recovery
+   loop).  So a buy-in stores two events, refused or not.
 
 A buy-in sent again that the table refuses as ``duplicate_command`` was carried out
-the first time: the table's last id of the cashier is at least this one, and no later
-one was sent to that table while this one was open (one buy-in at a time per table:
-``desk.py``).  A crash between any two steps leaves the buy-in open in the store;
-whoever resumes it claims it first and sends the same command again.
+the first time: the table numbers the cashier's buy-ins per player (domain/command_ids.py),
+the ids of a player's buy-ins at a table rise, and only one of them is in flight at a
+time (the account refuses a second: ``buy_in_in_flight``), so no later id of his was
+sent to that table meanwhile.  A crash between any two steps leaves the buy-in in
+flight in the account; whoever resumes it claims it first (``BuyInClaimed``, in the
+same stream as the settlement: an instance that settles a buy-in another one claimed
+meanwhile meets a version conflict) and sends the same command again.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from collections.abc import Callable
 from typing import Final
 
 import msgspec
+from studroom.domain.account import Account, Reservation
 from studroom.domain.commands import BuyIn
 from studroom.domain.errors import DUPLICATE_COMMAND, DomainError
 
@@ -35,7 +41,6 @@ from ..store.port import VersionConflict
 from ..wire import protocol
 from . import door
 from .books import Books
-from .desk import Busy, OpenBuyIn, TableDesk
 from .protocol import Outcome
 
 log = logging.getLogger("studroom.cashier")
@@ -59,6 +64,11 @@ class Settled(msgspec.Struct, frozen=True):
     message: str = ""
 
 
+class Busy(Exception):
+    """The player's buy-in in flight at a table cannot be finished now (another instance
+    holds it, or his account kept changing)."""
+
+
 PENDING = Settled("pending", protocol.PENDING, "the buy-in is on its way: the cashier completes or undoes it")
 
 
@@ -71,7 +81,7 @@ def now_us() -> int:
 
 
 class BuyInSaga:
-    """Runs buy-ins as ``owner`` (this instance), one at a time per table."""
+    """Runs buy-ins as ``owner`` (this instance), one at a time per player."""
 
     def __init__(self, books: Books, client: TableClient, owner: str, *, takeover_ms: int = TAKEOVER_MS,
                  fresh_ms: int = FRESH_MS, after_step: Step | None = None) -> None:
@@ -85,109 +95,105 @@ class BuyInSaga:
         self.after_step = after_step
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def busy(self, table_id: str) -> bool:
-        lock = self._locks.get(table_id)
+    def busy(self, player: str) -> bool:
+        lock = self._locks.get(player)
         return lock is not None and lock.locked()
 
     async def buy_in(self, player: str, table_id: str, seat: int, amount: int, request_id: str | None) -> Settled:
         """Check at the door, reserve, send, settle.  What the account or the table would
         refuse raises DomainError (``Refused`` when the table does not show itself) with
-        nothing reserved and the table's lock never taken; :class:`Busy` when another
-        buy-in at the table cannot be finished now."""
+        nothing reserved and no lock taken; :class:`Busy` when the player's last buy-in
+        at the table cannot be finished now."""
         await door.check(self.books, self.client, player, table_id, seat, amount, request_id, now_ms())
-        async with self._lock(table_id):
+        async with self._lock(player):
             for attempt in range(ATTEMPTS):
-                fresh = attempt > 0          # the first try writes from the kept copies
-                desk = await self.books.desk(table_id, fresh=fresh)
-                if desk.open is not None:
-                    if fresh and (await self._resume_open(desk)).outcome == "pending":
-                        raise Busy(f"a buy-in at {table_id} is on its way")
-                    continue
+                fresh = attempt > 0          # the first try writes from the kept copy
                 account = await self.books.account(player, fresh=fresh)
-                at = now_ms()
-                command_id = desk.next_command_id(now_us())
+                if account.open_at(table_id) is not None:
+                    if fresh and (await self._resume_open(account, table_id)).outcome == "pending":
+                        raise Busy(f"a buy-in of {player} at {table_id} is on its way")
+                    continue
+                command_id = account.next_buy_in_id(table_id, now_us())
                 try:
-                    reserved = account.reserve(table_id, seat, amount, command_id, request_id, at)
+                    reserved = account.reserve(table_id, seat, amount, command_id, request_id, now_ms(), self.owner)
                 except DomainError:
                     if fresh:
                         raise
                     continue                 # refused on the kept copy: decide on what is stored
-                opened = desk.open_buy_in(player, seat, amount, command_id, self.owner, at)
                 try:
-                    await self.books.save((account, [reserved]), (desk, [opened]))
+                    await self.books.save((account, [reserved]))
                 except VersionConflict:
                     continue
                 self._step("reserved")
-                return await self._send(desk, resumed=False)
-            raise Busy(f"the cashier's books of {table_id} kept changing")
+                return await self._send(account, table_id, resumed=False)
+            raise Busy(f"the account of {player} kept changing")
 
-    async def resume(self, table_id: str) -> Settled | None:
-        """Send the buy-in open at ``table_id`` again if this instance may; None when
-        none is open."""
-        async with self._lock(table_id):
-            desk = await self.books.desk(table_id)
-            if desk.open is None:
+    async def resume(self, player: str, table_id: str) -> Settled | None:
+        """Send ``player``'s buy-in in flight at ``table_id`` again if this instance may;
+        None when none is in flight."""
+        async with self._lock(player):
+            account = await self.books.account(player)
+            if account.open_at(table_id) is None:
                 return None
-            return await self._resume_open(desk)
+            return await self._resume_open(account, table_id)
 
-    async def _resume_open(self, desk: TableDesk) -> Settled:
+    async def _resume_open(self, account: Account, table_id: str) -> Settled:
         try:
-            claimed = desk.claim(self.owner, now_ms(), self.takeover_ms)
-            await self.books.save((desk, [claimed]))
-        except (Busy, VersionConflict):
+            claimed = account.claim(table_id, self.owner, now_ms(), self.takeover_ms)
+            await self.books.save((account, [claimed]))
+        except (DomainError, VersionConflict):
             return PENDING
-        return await self._send(desk, resumed=True)
+        return await self._send(account, table_id, resumed=True)
 
-    async def _send(self, desk: TableDesk, *, resumed: bool) -> Settled:
-        """Send the desk's open buy-in (claimed by us just now) and settle it."""
-        buy_in = desk.open
+    async def _send(self, account: Account, table_id: str, *, resumed: bool) -> Settled:
+        """Send the account's buy-in in flight at ``table_id`` (claimed by us just now)
+        and settle it."""
+        buy_in = account.open_at(table_id)
         assert buy_in is not None
-        if not desk.fresh(self.owner, now_ms(), self.fresh_ms):
+        if not buy_in.fresh(self.owner, now_ms(), self.fresh_ms):
             return PENDING                  # our claim is old: another instance may take it over
-        reply = await self.client.send(desk.table_id, BuyIn(seat=buy_in.seat, amount=buy_in.amount,
-                                                            player=buy_in.player, command_id=buy_in.command_id))
+        reply = await self.client.send(table_id, BuyIn(seat=buy_in.seat, amount=buy_in.amount, player=account.player,
+                                                       command_id=buy_in.command_id))
         self._step("sent")
         code = reply.error.code if reply.error else None
         if reply.ok or (resumed and code == DUPLICATE_COMMAND):
-            return await self._settle(desk.table_id, buy_in, Settled("confirmed"))
+            return await self._settle(account.player, buy_in, Settled("confirmed"))
         if code in UNDECIDED:
-            log.info("buy-in %s at %s: %s; sent again later", buy_in.command_id, desk.table_id, code)
+            log.info("buy-in %s at %s: %s; sent again later", buy_in.command_id, table_id, code)
             return PENDING
         if code == DUPLICATE_COMMAND:
-            log.warning("buy-in %s at %s refused as a duplicate on its first sending: the table has seen "
-                        "a later id of the cashier (another cashier store?); refunded",
-                        buy_in.command_id, desk.table_id)
+            log.warning("buy-in %s of %s at %s refused as a duplicate on its first sending: the table has seen "
+                        "a later id of the cashier for him (another cashier store?); refunded",
+                        buy_in.command_id, account.player, table_id)
         message = reply.error.message if reply.error else "refused"
-        return await self._settle(desk.table_id, buy_in, Settled("refunded", code or "?", message))
+        return await self._settle(account.player, buy_in, Settled("refunded", code or "?", message))
 
-    async def _settle(self, table_id: str, buy_in: OpenBuyIn, result: Settled) -> Settled:
-        """Confirm or refund in the account and close the desk, in one transaction,
-        unless another instance took the buy-in over meanwhile."""
+    async def _settle(self, player: str, buy_in: Reservation, result: Settled) -> Settled:
+        """Confirm or refund in the account, unless another instance claimed the buy-in
+        meanwhile (or settled it)."""
         for attempt in range(ATTEMPTS):
-            desk = await self.books.desk(table_id, fresh=attempt > 0)
-            if desk.open is None or desk.open.command_id != buy_in.command_id or desk.open.owner != self.owner:
+            account = await self.books.account(player, fresh=attempt > 0)
+            current = account.open_at(buy_in.table_id)
+            if current is None or current.command_id != buy_in.command_id or current.owner != self.owner:
                 return PENDING              # taken over (or settled) by another instance
-            account = await self.books.account(buy_in.player, fresh=attempt > 0)
             at = now_ms()
             if result.outcome == "confirmed":
-                settled = account.confirm(table_id, buy_in.command_id, at)
-                closed = desk.close(buy_in.command_id, "confirmed", at)
+                settled = account.confirm(buy_in.table_id, buy_in.command_id, at)
             else:
-                settled = account.refund(table_id, buy_in.command_id, result.code or "?", at)
-                closed = desk.close(buy_in.command_id, "refunded", at)
+                settled = account.refund(buy_in.table_id, buy_in.command_id, result.code or "?", at)
             try:
-                await self.books.save((account, [settled]), (desk, [closed]))
+                await self.books.save((account, [settled]))
             except VersionConflict:
                 continue
             return result
         return PENDING
 
-    def _lock(self, table_id: str) -> asyncio.Lock:
-        lock = self._locks.get(table_id)
+    def _lock(self, player: str) -> asyncio.Lock:
+        lock = self._locks.get(player)
         if lock is None:
             if len(self._locks) > 10_000:
-                self._locks = {t: held for t, held in self._locks.items() if held.locked()}
-            lock = self._locks[table_id] = asyncio.Lock()
+                self._locks = {p: held for p, held in self._locks.items() if held.locked()}
+            lock = self._locks[player] = asyncio.Lock()
         return lock
 
     def _step(self, step: str) -> None:

@@ -27,6 +27,7 @@ from studroom.domain.authority import Sender
 from studroom.domain.errors import (
     BAD_AMOUNT,
     BAD_COMMAND_ID,
+    BUY_IN_IN_FLIGHT,
     BAD_NAME,
     DUPLICATE_COMMAND,
     DUPLICATE_REFERENCE,
@@ -205,3 +206,29 @@ def test_an_account_is_a_stream_of_the_cashier_store() -> None:
     assert stream_id("alice") == "account.alice"
     assert player_of("account.alice") == "alice"
     assert player_of("desk.t1") is None
+
+
+def test_one_buy_in_in_flight_per_table_with_rising_table_command_ids() -> None:
+    """The table numbers the cashier's buy-ins per player (domain/command_ids.py): the
+    account gives them rising ids at each table and keeps one in flight there at a time."""
+    account = funded(1000)
+    first = account.next_buy_in_id("t1", NOW * 1000)
+    account.reserve("t1", 3, 100, first, "41", NOW, "a")
+    refused(account, BUY_IN_IN_FLIGHT, account.reserve, "t1", 3, 100, str(NOW * 1000 + 5), "42", NOW, "a")
+    account.reserve("t2", 1, 100, account.next_buy_in_id("t2", NOW * 1000), "42", NOW, "a")   # another table
+    account.refund("t1", first, "forbidden", NOW)
+    assert int(account.next_buy_in_id("t1", 1)) == int(first) + 1       # above the last, the clock gone back
+    assert account.open_at("t1") is None and account.open_at("t2") is not None
+
+
+def test_its_owner_claims_a_buy_in_in_flight_at_once_another_instance_after_the_take_over_time() -> None:
+    account = funded(1000)
+    account.reserve("t1", 3, 100, "7", "41", NOW, "a")
+    claim = account.claim("t1", "a", NOW + 1, 30_000)
+    assert (claim.owner, claim.command_id) == ("a", "7")
+    refused(account, BUY_IN_IN_FLIGHT, account.claim, "t1", "b", NOW + 30_000, 30_000)
+    account.claim("t1", "b", NOW + 30_001, 30_000)
+    r = account.open_at("t1")
+    assert r is not None and (r.owner, r.claimed_ms) == ("b", NOW + 30_001)
+    assert r.fresh("b", NOW + 40_000, 10_000) and not r.fresh("b", NOW + 40_001, 10_000) and not r.fresh("a", NOW, 1)
+    refused(account, UNKNOWN_BUY_IN, account.claim, "t2", "a", NOW, 30_000)

@@ -17,6 +17,7 @@ from studroom.domain.table import Table
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
 FLOOR = Sender("operator", "floor")
 P0, P1 = Sender("player", "p0"), Sender("player", "p1")
+CASHIER = Sender("service", "cashier")
 
 
 def opened() -> tuple[Table, list]:
@@ -161,11 +162,30 @@ def test_a_command_without_a_clock_is_bounded_by_two_to_the_63_only():
 
 def test_a_cashiers_buy_in_stored_before_buy_ins_named_their_player_replays():
     """Old streams: ChipsBought never carried the player (it still does not: the seat's
-    holder is in the table's state); the cashier's id is remembered as before."""
+    holder is in the table's state); its id is remembered in that player's sequence."""
     table, events = opened()
     events += [ChipsBought(seat=0, amount=500, command_id="service.cashier#1733000000000000")]
     again = Table.replay(events)
-    assert again.seats[0].stack == 500 and again.last_command_ids == {"service.cashier": 1733000000000000}
-    cashier = Sender("service", "cashier")
-    refused(again, BuyIn(seat=1, amount=500, player="p1", command_id="1733000000000000"), cashier, DUPLICATE_COMMAND)
-    assert again.execute(BuyIn(seat=1, amount=500, player="p1", command_id="1733000000000001"), by=cashier)
+    assert again.seats[0].stack == 500 and again.last_command_ids == {"service.cashier/p0": 1733000000000000}
+    refused(again, BuyIn(seat=0, amount=500, player="p0", command_id="1733000000000000"), CASHIER, DUPLICATE_COMMAND)
+    assert again.execute(BuyIn(seat=0, amount=500, player="p0", command_id="1733000000000001"), by=CASHIER)
+
+
+def test_the_cashier_numbers_its_buy_ins_per_player():
+    """One buy-in of each player may be in flight at a table: a later one of bob's does
+    not make alice's earlier one a "duplicate" (docs/design/cashier.md)."""
+    table, events = opened()
+    events += table.execute(BuyIn(seat=1, amount=500, player="p1", command_id="20"), by=CASHIER)
+    events += table.execute(BuyIn(seat=0, amount=500, player="p0", command_id="10"), by=CASHIER)
+    refused(table, BuyIn(seat=0, amount=100, player="p0", command_id="10"), CASHIER, DUPLICATE_COMMAND)
+    assert table.last_command_ids == {"service.cashier/p0": 10, "service.cashier/p1": 20}
+    assert events[-1].command_id == "service.cashier#10"            # stored as before
+    assert Table.replay(events).state() == table.state()
+
+
+def test_a_sequence_kept_for_the_sender_before_still_counts():
+    """A snapshot written before kept one sequence for the cashier: ids must be above it."""
+    table, _ = opened()
+    table.last_command_ids["service.cashier"] = 50
+    refused(table, BuyIn(seat=0, amount=500, player="p0", command_id="50"), CASHIER, DUPLICATE_COMMAND)
+    assert table.execute(BuyIn(seat=0, amount=500, player="p0", command_id="51"), by=CASHIER)

@@ -136,6 +136,7 @@ class CashierStack:
         return self._cashier_stream(f"account.{player}")
 
     def desk_events(self, table_id: str) -> list[Any]:
+        """What a desk of an old store held (no longer written)."""
         return self._cashier_stream(f"desk.{table_id}")
 
     def _cashier_stream(self, stream: str) -> list[Any]:

@@ -12,6 +12,7 @@ import time
 import pytest
 from cashier_stack import CashierStack, People, eventually, must, play
 from studroom.domain.account import (
+    BuyInClaimed,
     BuyInConfirmed,
     BuyInRefunded,
     BuyInReserved,
@@ -102,9 +103,10 @@ def test_another_instance_takes_an_abandoned_buy_in_over_after_the_take_over_tim
 
     play(stack, scenario)
     assert [b.amount for b in stack.bought(table)] == [1000]
-    opened, claimed, closed = stack.desk_events(table)
-    assert (opened.owner, claimed.owner, closed.outcome) == ("itc-a", "itc-b", "confirmed")
-    assert claimed.at_ms - opened.at_ms >= 3000                  # not before a's claim was old
+    _, reserved, claimed, confirmed = stack.account_events(alice)
+    assert (type(reserved), type(claimed), type(confirmed)) == (BuyInReserved, BuyInClaimed, BuyInConfirmed)
+    assert (reserved.owner, claimed.owner) == ("itc-a", "itc-b")
+    assert claimed.at_ms - reserved.at_ms >= 3000                # not before a's claim was old
 
 
 def test_two_instances_serving_one_table_credit_every_chip_exactly_once(stack: CashierStack, name: str) -> None:
@@ -130,8 +132,9 @@ def test_two_instances_serving_one_table_credit_every_chip_exactly_once(stack: C
     bought = stack.bought(table)
     assert sorted((b.seat, b.amount) for b in bought) == sorted(
         (seat, amount) for seat in range(4) for amount in (300, 100, 100, 100, 100))
-    ids = [int(b.command_id.split("#")[1]) for b in bought]          # type: ignore[union-attr]
-    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    for seat in range(4):                                           # numbered per player, rising
+        ids = [int(b.command_id.split("#")[1]) for b in bought if b.seat == seat]   # type: ignore[union-attr]
+        assert ids == sorted(ids) and len(set(ids)) == len(ids)
     for player in players:
         events = stack.account_events(player)
         assert sum(e.amount for e in events if isinstance(e, BuyInConfirmed)) == 700
