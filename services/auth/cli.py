@@ -54,7 +54,11 @@ def _revoke_identity(role: str, args: argparse.Namespace) -> int:
 
         rewrite_trust(Settings.from_env().data_dir)
     servers, named = _servers(args)
-    return _push(authority, servers, named, role)
+    embedded = not args.auth_dir and not named
+    return _push(authority, servers, named, role, "" if embedded else _REGENERATE)
+
+
+_REGENERATE = "write studroom-auth.conf again on every node (studroom auth server-config)"
 
 
 def _servers(args: argparse.Namespace) -> tuple[str | None, bool]:
@@ -74,16 +78,17 @@ def _servers(args: argparse.Namespace) -> tuple[str | None, bool]:
     return f"nats://127.0.0.1:{int(port.read_text())}", False
 
 
-def _push(authority, servers: str | None, named: bool, role: str) -> int:  # noqa: ANN001
+def _push(authority, servers: str | None, named: bool, role: str, regenerate: str) -> int:  # noqa: ANN001
     """Push the account's revocation list to ``servers``; without running servers, say
-    when it takes effect (exit 1 if servers named could not be told)."""
+    when it takes effect (exit 1 if servers named could not be told).  ``regenerate``:
+    what the administrator must do for the servers' next start or reload ("" for the
+    embedded NATS, whose configuration was rewritten)."""
     import nats.errors
 
     from . import revocation
 
-    later = ("the NATS servers read it when they load their trust configuration: "
-             "write studroom-auth.conf again (studroom auth server-config) and reload them; "
-             "the embedded NATS does so at its next start")
+    later = (f"the NATS servers read it when they load their trust configuration: {regenerate} and reload them"
+             if regenerate else "the embedded NATS reads it at its next start")
     if servers is None:
         print(f"no running NATS server named (--servers): {later}")
         return 0
@@ -96,8 +101,8 @@ def _push(authority, servers: str | None, named: bool, role: str) -> int:  # noq
         print(f"studroom {role} revoke: no NATS server at {servers} took the update ({type(e).__name__}): {later}",
               file=sys.stderr)
         return 1 if named else 0
-    print(f"{told} running NATS server{'s' * (told != 1)} closed its connections and refuse it; "
-          f"for their next start or reload, write studroom-auth.conf again (studroom auth server-config)")
+    print(f"{told} running NATS server{'s' * (told != 1)} closed its connections and refuse it"
+          + (f"; for their next start or reload, {regenerate}" if regenerate else ""))
     return 0
 
 
