@@ -109,6 +109,7 @@ class Authority:
         granted, agreed = powers.of(role, name), terms.of(role)
         expires = int(time.time()) + agreed.lifetime
         token, user_seed = self.user(f"{role}.{name}", publish=granted.publish, subscribe=granted.subscribe,
+                                     deny_publish=granted.deny_publish,
                                      limits=agreed.limits(), expires=expires)
         self.creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.creds_path(role, name)
@@ -121,13 +122,14 @@ class Authority:
             _write_secret(path, jwt.creds(token, user_seed))
         return path
 
-    def user(self, name: str, *, publish: list[str], subscribe: list[str], limits: dict[str, int] | None = None,
-             expires: int | None = None, account_seed: bytes | None = None) -> tuple[str, bytes]:
+    def user(self, name: str, *, publish: list[str], subscribe: list[str], deny_publish: list[str] | None = None,
+             limits: dict[str, int] | None = None, expires: int | None = None,
+             account_seed: bytes | None = None) -> tuple[str, bytes]:
         """A new user of the account (or of the one whose seed is given), in memory only:
         its JWT and its nkey seed."""
         user_seed = jwt.new_seed("user")
         token = jwt.user_jwt(account_seed or self.account_seed, user_seed, name, publish=publish,
-                             subscribe=subscribe, limits=limits, expires=expires)
+                             subscribe=subscribe, deny_publish=deny_publish, limits=limits, expires=expires)
         return token, user_seed
 
     def ensure(self, role: str, name: str) -> Path:
@@ -200,7 +202,9 @@ def _current(creds_text: str, granted: powers.Powers, agreed: terms.Terms) -> bo
     of its lifetime left."""
     claims = jwt.creds_claims(creds_text)
     nats = claims["nats"]
-    held = powers.Powers(publish=nats["pub"].get("allow", []), subscribe=nats["sub"].get("allow", []))
+    pub = nats["pub"]
+    held = powers.Powers(publish=pub.get("allow", []), subscribe=nats["sub"].get("allow", []),
+                         deny_publish=pub.get("deny", []) if pub.get("allow") else [])
     limits = {key: nats.get(key) for key in agreed.limits()}
     expires = claims.get("exp")
     return (held == granted and limits == agreed.limits() and expires is not None

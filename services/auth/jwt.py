@@ -98,14 +98,14 @@ def account_jwt(operator_seed: bytes, account_seed: bytes, name: str, *, jetstre
 
 
 def user_jwt(account_seed: bytes, user_seed: bytes, name: str, *,
-             publish: list[str], subscribe: list[str], limits: dict[str, int] | None = None,
-             expires: int | None = None) -> str:
+             publish: list[str], subscribe: list[str], deny_publish: list[str] | None = None,
+             limits: dict[str, int] | None = None, expires: int | None = None) -> str:
     """A user of the account with exactly these publish and subscribe permissions
     (an empty ``publish`` list: may publish nothing), these per-connection ``limits``
     (``subs``, ``data``, ``payload``; default none) and valid until ``expires``."""
     nats: dict[str, Any] = {
         "type": "user", "version": 2, **UNLIMITED, **(limits or {}),
-        "pub": {"allow": publish} if publish else {"deny": [">"]},
+        "pub": {"allow": publish, **({"deny": deny_publish} if deny_publish else {})} if publish else {"deny": [">"]},
         "sub": {"allow": subscribe} if subscribe else {"deny": [">"]},
     }
     return encode(account_seed, public_key(user_seed), name, nats, expires=expires)

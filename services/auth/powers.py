@@ -10,7 +10,8 @@ reconnects asks his table for its current state as he may see it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 from studroom.projections.lobby.jetstream import LOBBY_BUCKET
 
@@ -35,6 +36,7 @@ IDENTITIES = (*SERVICES, *(door_identity(name) for name in SERVICES))     # ever
 class Powers:
     publish: list[str]
     subscribe: list[str]
+    deny_publish: list[str] = field(default_factory=list)    # refused where ``publish`` allows (NATS: deny wins)
 
 
 # Anyone may ask the lobby (in his own name) and follow its bucket's writes (a live lobby without JetStream).
@@ -81,7 +83,21 @@ def service(name: str) -> Powers:
     never meets the powers of ``$KV`` or ``$JS`` (issue 16)."""
     if name.endswith(DOOR):
         return _door_powers(name.removesuffix(DOOR))
-    return _own_powers(name)
+    own = _own_powers(name)
+    return dataclasses.replace(own, deny_publish=_others_buckets(name) if own.publish else [])
+
+
+# Each of these buckets is written and managed by its service alone: another service's
+# JetStream powers ($JS.>) may read it, not purge, delete or rewrite it (issue 16).
+_OWNED_BUCKETS = {"table": LEASE_BUCKET, "relay": subjects.RELAY_BUCKET, "lobby": LOBBY_BUCKET}
+_MANAGING = ("CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE")
+
+
+def _others_buckets(name: str) -> list[str]:
+    """What service ``name`` may not publish: writes to other services' buckets, and
+    the JetStream requests that would manage their streams."""
+    return [subject for owner, bucket in _OWNED_BUCKETS.items() if owner != name
+            for subject in (f"$KV.{bucket}.>", *(f"$JS.API.STREAM.{api}.KV_{bucket}" for api in _MANAGING))]
 
 
 _OPERATOR_INBOXES = "_INBOX.operator.>"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import nats.errors
 import nats.js.errors
 import pytest
 from lobby_stack import Players, Stack, until
@@ -28,7 +29,7 @@ from studroom.projections.lobby.jetstream import LOBBY_BUCKET
 from studroom.projections.lobby.ordering import Place, place
 from studroom.projections.lobby.projection import apply
 from studroom.projections.lobby.stream import VERSION_HEADER
-from studroom.services.auth.powers import SERVICES
+from studroom.services.auth.powers import IDENTITIES
 from studroom.services.wire import subjects
 from studroom.services.wire.pull import stamp_ms
 
@@ -202,9 +203,10 @@ async def _bucket(js: Any, tables: list[str], wait: float = 20.0) -> Any:
 
 @pytest.mark.timeout(60)
 def test_only_the_lobby_service_may_write_its_bucket(stack: Stack) -> None:
-    """Every other identity (each service, an operator, a player, the spectator) is
-    refused by the server."""
-    others = [("service", name) for name in SERVICES if name != "lobby"]
+    """Every other identity (each service, its door, an operator, a player, the
+    spectator) is refused by the server: a write on the bucket's subjects, and the
+    JetStream requests that would purge, delete or change its stream."""
+    others = [("service", name) for name in IDENTITIES if name != "lobby"]
     others += [("operator", "floor"), ("player", "mallory"), ("spectator", "public")]
 
     async def main() -> None:
@@ -217,9 +219,14 @@ def test_only_the_lobby_service_may_write_its_bucket(stack: Stack) -> None:
             nc = await stack.connect_as(role, name, error_cb=error)
             try:
                 await nc.publish(f"$KV.{LOBBY_BUCKET}.forged", b'{"forged": true}')
+                for api in ("PURGE", "DELETE", "UPDATE"):
+                    with pytest.raises((nats.errors.NoRespondersError, nats.errors.TimeoutError)):
+                        await nc.request(f"$JS.API.STREAM.{api}.KV_{LOBBY_BUCKET}", b"{}", timeout=0.5)
                 await nc.flush()
-                assert await until(lambda: bool(errors), 2.0), f"{role}.{name} wrote the lobby's bucket"
-                assert "permissions violation" in errors[0].lower(), errors
+                def refused() -> list[str]:
+                    return [e for e in errors if "permissions violation for publish" in e.lower()]
+
+                assert await until(lambda: len(refused()) == 4, 2.0), f"{role}.{name}: {errors}"
             finally:
                 await nc.close()
 
