@@ -29,7 +29,9 @@ from studroom.domain.views import TableView
 from studroom.projections.lobby.entry import LobbyEntry, decode, encode
 from studroom.projections.lobby.lanes import VERSION_HEADER, Lanes, item_of
 from studroom.projections.lobby.mirror import Mirror
+from studroom.projections.lobby.stream import stored_ms
 from studroom.services.wire import subjects
+from studroom.services.wire.pull import stamp_ms
 
 TABLE = "t"
 _encode = msgspec.json.Encoder().encode
@@ -322,3 +324,15 @@ def test_a_value_no_table_has_is_removed() -> None:
 
     asyncio.run(main())
     assert "nosuchtable" not in setup.bucket.values and setup.lanes.stats.removed == 1
+
+
+def test_a_message_read_back_has_the_time_its_delivery_had() -> None:
+    """A direct get's time (RFC 3339, ns) gives the milliseconds the pull loop gives the
+    same message delivered (its ns through a float), at millisecond edges too."""
+    base = 1_764_000_000 * 1_000_000_000
+    for ns in (base, base + 999_999, base + 1_000_000, base + 123_999_600, base + 999_999_999, base + 7):
+        delivered = datetime.datetime.fromtimestamp(ns / 1_000_000_000.0, datetime.timezone.utc)
+        msg = SimpleNamespace(metadata=SimpleNamespace(timestamp=delivered))
+        seconds, fraction = divmod(ns, 1_000_000_000)
+        text = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        assert stored_ms(f"{text}.{fraction:09d}".rstrip("0").rstrip(".") + "Z") == stamp_ms(msg), ns
