@@ -332,8 +332,9 @@ def test_room_command_runs_for_ten_seconds_and_conserves_chips() -> None:
         assert "credentials: " in out and str(creds) in out, out
         issued = list(creds.glob("*.creds"))
         services = {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"}
-        assert {f.name for f in issued} >= {f"service.{name}{door}.creds" for name in services for door in ("", "-door")}
-        assert len(issued) == 2 * len(services) + 2 + 2 * 5    # the services and their doors; floor, spectator; the bots
+        identities = {f"service.{name}{door}.creds" for name in services for door in ("", "-door")}
+        assert {f.name for f in issued} >= identities
+        assert len(issued) == len(identities) + 2 + 2 * 5    # the services and their doors; floor, spectator; the bots
         secrets = [line for f in issued for line in f.read_text().splitlines() if len(line) > 40]
         secrets += [f.read_text().strip() for f in (data_dir / "auth").glob("*.nk")]
         secrets.append((data_dir / "postgres" / "password").read_text().strip())     # the database's

@@ -163,8 +163,8 @@ HOSTILE_REPLIES = st.sampled_from([
     "$KV.studroom_leases.p.0", f"$KV.studroom_lobby.{TABLE}", "$JS.API.STREAM.DELETE.STUDROOM_PUBLIC",
     "_INBOX.player.bob.x1", "_INBOX.player.malx.1", "_INBOX.operator.floorx.1", "_INBOX.service.table.1",
     f"studroom.svc.{TABLE}.timer", "studroom.relay.nudge.x", "studroom.pub.x",
-]) | st.from_regex(r"\A[A-Za-z$_][A-Za-z0-9_.$-]{0,40}\Z").filter(lambda s: not s.startswith("_INBOX.") and ".." not in s
-                                                                  and not s.endswith("."))
+]) | st.from_regex(r"\A[A-Za-z$_][A-Za-z0-9_.$-]{0,40}\Z").filter(
+    lambda s: not s.startswith("_INBOX.") and ".." not in s and not s.endswith("."))
 
 
 @st.composite
