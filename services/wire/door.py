@@ -196,6 +196,8 @@ class Door:
         if (role, name) in self._said:
             return
         self._said[role, name] = now
+        if len(self._said) > MAX_SENDERS:
+            self._said.popitem(last=False)
         log.warning("%s: %s %s asked for an answer on %r, not his own inbox: not answered "
                     "(said once a minute)", self.responder, role, name, (reply or "")[:120])
 
