@@ -36,7 +36,7 @@ AUTH_FOLDER = "auth"                  # the room's Authority, inside its data fo
 ACCOUNT = "STUDROOM"
 SYSTEM_ACCOUNT = "SYS"
 OPERATOR = "studroom"
-PUSHER = ("system", "pusher")         # the system-account user that pushes account updates
+SYSTEM = "system"                     # the role part of the names of the system account's users
 
 
 class UnknownIdentity(LookupError):
@@ -106,11 +106,11 @@ class Authority:
         """Credentials for ``name`` with the powers and terms of ``role``, valid for the
         role's lifetime from now (written again if they exist: the old file stays valid
         too, until it expires or the identity is revoked)."""
-        granted, agreed = powers.of(role, name), terms.of(role)
+        granted, agreed = self._powers(role, name), terms.of(role)
         expires = int(time.time()) + agreed.lifetime
         token, user_seed = self.user(f"{role}.{name}", publish=granted.publish, subscribe=granted.subscribe,
-                                     deny_publish=granted.deny_publish,
-                                     limits=agreed.limits(), expires=expires)
+                                     deny_publish=granted.deny_publish, limits=agreed.limits(), expires=expires,
+                                     account_seed=self.system_seed if role == SYSTEM else None)
         self.creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.creds_path(role, name)
         with self._keys() as keys:
@@ -137,7 +137,7 @@ class Authority:
         powers or terms have changed since (a room's data folder outlives a version) or
         when less than half of their lifetime is left (renewal: :mod:`..runtime.credentials`)."""
         path = self.creds_path(role, name)
-        if path.exists() and _current(path.read_text(), powers.of(role, name), terms.of(role)):
+        if path.exists() and _current(path.read_text(), self._powers(role, name), terms.of(role)):
             return path
         return self.issue(role, name)
 
@@ -167,17 +167,28 @@ class Authority:
             return {key: entry["at"] for key, entry in keys["revoked"].items()}
 
     def pusher(self) -> Path:
-        """Short-lived credentials of a system-account user that may push this account's
-        updated JWT to the servers (``$SYS.REQ.ACCOUNT.<account>.CLAIMS.UPDATE``), nothing else."""
-        role, name = PUSHER
-        token, user_seed = self.user(f"{role}.{name}", publish=[f"$SYS.REQ.ACCOUNT.{self.account}.CLAIMS.UPDATE"],
-                                     subscribe=[subjects.inbox_prefix(role, name) + ".>"],
-                                     limits=terms.PUSHER.limits(), expires=int(time.time()) + terms.PUSHER.lifetime,
-                                     account_seed=self.system_seed)
-        self.creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = self.creds_path(role, name)
-        _write_secret(path, jwt.creds(token, user_seed))
-        return path
+        """Credentials of a system-account user that may push this account's updated JWT
+        to the servers (:mod:`.revocation`), nothing else; issued anew each time."""
+        return self.issue(SYSTEM, "pusher")
+
+    def warden(self) -> Path:
+        """Credentials of the system-account user that caps each identity's connections
+        (:mod:`.warden`); renewed like a service's."""
+        return self.ensure(SYSTEM, "warden")
+
+    def _powers(self, role: str, name: str) -> powers.Powers:
+        """What ``name`` of ``role`` may do: the room's roles (:mod:`.powers`), or one of
+        the system account's own users, each with exactly its task's subjects."""
+        if role != SYSTEM:
+            return powers.of(role, name)
+        inbox = [subjects.inbox_prefix(SYSTEM, name) + ".>"]
+        if name == "pusher":
+            return powers.Powers(publish=[f"$SYS.REQ.ACCOUNT.{self.account}.CLAIMS.UPDATE"], subscribe=inbox)
+        if name == "warden":
+            return powers.Powers(publish=["$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER.*.KICK"],
+                                 subscribe=[f"$SYS.ACCOUNT.{self.account}.CONNECT",
+                                            f"$SYS.ACCOUNT.{self.account}.DISCONNECT", *inbox])
+        raise ValueError(f"no system user {name!r}")
 
     @contextlib.contextmanager
     def _keys(self, *, write: bool = True) -> Iterator[dict[str, Any]]:

@@ -106,6 +106,34 @@ def _push(authority, servers: str | None, named: bool, role: str, regenerate: st
     return 0
 
 
+def _warden(args: argparse.Namespace) -> int:
+    """Cap each identity's connections (auth/warden.py) until SIGTERM or SIGINT."""
+    import signal
+
+    from ..runtime import process
+    from .warden import Warden
+
+    authority = _authority(args)
+    servers, _ = _servers(args)
+    if servers is None:
+        print("studroom auth warden: no NATS server (--servers, STUDROOM_NATS_URL or a running room)", file=sys.stderr)
+        return 2
+
+    async def watch() -> None:
+        nc = await process.connect(servers, "studroom-warden", creds=authority.warden())
+        warden = Warden(nc, authority.account)
+        await warden.start()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        print(f"studroom auth warden: capping connections on {servers}", flush=True)
+        await stop.wait()
+        await nc.drain()
+
+    asyncio.run(watch())
+    return 0
+
+
 def server_config_text(authority) -> str:  # noqa: ANN001
     """What the NATS server's configuration includes (studroom-auth.conf): the operator
     JWT, the system account and the accounts, preloaded. It holds no secret."""
@@ -200,5 +228,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         parser.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
         parser.set_defaults(run=run)
     creds.add_argument("--into", default=None, help="install a copy of each there (0400) and print those paths")
+    warden = what.add_parser("warden", help="cap each player's and operator's connections (NATS counts only the "
+                                            "account's) until stopped")
+    warden.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
+    warden.add_argument("--servers", default=None, help=SERVERS_HELP)
+    warden.set_defaults(run=_warden)
     creds.add_argument("--owner", default=None, help="the copies' owner (user name or id; needs root)")
     _add_tls_command(what)

@@ -4,8 +4,9 @@ The server enforces ``subs`` and ``payload`` on every connection of a user (the 
 subscription is refused with ``maximum subscriptions exceeded``, a larger message closes
 the connection with ``Maximum Payload Violation``) and closes a connection when its JWT
 expires.  ``data`` is stated in the JWT but nats-server (2.15) does not enforce it for
-client connections.  NATS has no per-user connection count; the account's ``conn`` caps
-all connections of the room's account (docs/design/trust.md, "Quotas").
+client connections.  NATS has no per-user connection count: the account's ``conn`` caps
+all connections of the room's account, and the warden (auth/warden.py) each identity's
+(docs/design/trust.md, "Quotas").
 Figures and reasoning: docs/design/trust.md, "Quotas" and "Credentials that end".
 """
 
@@ -32,6 +33,7 @@ class Terms:
     payload: int       # bytes per published message (headers included)
     data: int          # bytes a connection is meant to send (stated; not enforced by nats-server)
     lifetime: int      # seconds from issue to the JWT's ``exp``
+    connections: int | None = None   # at once, counted by the warden (auth/warden.py); None: no cap
 
     def limits(self) -> dict[str, int]:
         """The user JWT's limit claims."""
@@ -45,9 +47,10 @@ _REQUEST = 2 * MAX_REQUEST_BYTES
 _TERMS = {
     # An honest client: its inbox, the public and private subjects of each table it
     # follows, the lobby's changes (a handful per table, a few tables at once).
-    "player": Terms(subs=200, payload=_REQUEST, data=64 * MIB, lifetime=7 * DAY),
+    # Connections: one or two per device, a handful of devices.
+    "player": Terms(subs=200, payload=_REQUEST, data=64 * MIB, lifetime=7 * DAY, connections=5),
     # Staff watch many tables; their powers are larger, so their credentials end sooner.
-    "operator": Terms(subs=500, payload=_REQUEST, data=64 * MIB, lifetime=1 * DAY),
+    "operator": Terms(subs=500, payload=_REQUEST, data=64 * MIB, lifetime=1 * DAY, connections=10),
     # One public identity shared by everyone: the limits are per connection, so they
     # bound what each anonymous connection costs (it only asks the lobby and listens).
     # A subscription per table followed: the room's own fan-out to its bots follows
@@ -56,10 +59,10 @@ _TERMS = {
     # The room itself: every table's events, JetStream's API, NATS micro endpoints.
     # Short-lived: renewed by the room (runtime/credentials.py) before they end.
     "service": Terms(subs=100_000, payload=1 * MIB, data=UNLIMITED, lifetime=1 * DAY),
+    # The system account's own users the Authority makes: the one that pushes an account
+    # update (revocations) and the warden (renewed like a service).
+    "system": Terms(subs=10, payload=64 * KIB, data=UNLIMITED, lifetime=1 * DAY),
 }
-
-# A system-account user the Authority makes to push an account update (revocations).
-PUSHER = Terms(subs=10, payload=64 * KIB, data=UNLIMITED, lifetime=5 * 60)
 
 
 def of(role: str) -> Terms:
