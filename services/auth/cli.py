@@ -110,8 +110,7 @@ def _warden(args: argparse.Namespace) -> int:
     """Cap each identity's connections (auth/warden.py) until SIGTERM or SIGINT."""
     import signal
 
-    from ..runtime import process
-    from .warden import Warden
+    from .warden import watching
 
     authority = _authority(args)
     servers, _ = _servers(args)
@@ -120,15 +119,12 @@ def _warden(args: argparse.Namespace) -> int:
         return 2
 
     async def watch() -> None:
-        nc = await process.connect(servers, "studroom-warden", creds=authority.warden())
-        warden = Warden(nc, authority.account)
-        await warden.start()
-        stop = asyncio.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        print(f"studroom auth warden: capping connections on {servers}", flush=True)
-        await stop.wait()
-        await nc.drain()
+        async with watching(servers, authority):
+            stop = asyncio.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+            print(f"studroom auth warden: capping connections on {servers}", flush=True)
+            await stop.wait()
 
     asyncio.run(watch())
     return 0

@@ -11,10 +11,11 @@ connections already there (``$SYS.REQ.SERVER.PING.CONNZ``).
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import logging
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from typing import Any
 
 import nats.errors
@@ -101,3 +102,18 @@ def _cap(identity: str) -> int | None:
         return terms.of(role).connections
     except ValueError:
         return None
+
+
+@contextlib.asynccontextmanager
+async def watching(servers: str, authority: Any) -> AsyncIterator[Warden]:
+    """A warden on ``servers`` for ``authority``'s account while the block runs (the
+    embedded room's, ``services/room/room.py``; a deploy runs ``studroom auth warden``)."""
+    from ..runtime import process
+
+    nc = await process.connect(servers, "studroom-warden", creds=authority.warden())
+    try:
+        warden = Warden(nc, authority.account)
+        await warden.start()
+        yield warden
+    finally:
+        await nc.close()

@@ -32,6 +32,7 @@ from studroom.projections.ledger.conservation import ChipCheck
 from studroom.projections.ledger.room_check import chip_check
 
 from ..auth.authority import Authority, room_authority
+from ..auth.warden import watching
 from ..runtime import process
 from ..runtime.arguments import one_line
 from ..runtime.credentials import masked_url
@@ -147,7 +148,8 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         problems: list[str] = []
         result: RoomResult | None = None
         try:
-            result = asyncio.run(_play_until_signal(nats_url, authority, plans, options, services, out))
+            result = asyncio.run(_play_until_signal(nats_url, authority if settings.embedded_nats else None,
+                                                    authority, plans, options, services, out))
         finally:
             with _shutting_down(say):
                 problems += services.stop()
@@ -174,11 +176,17 @@ def issue_credentials(authority: Authority, plans: Sequence[TablePlan], services
     return len(identities)
 
 
-async def _play_until_signal(nats_url: str, authority: Authority, plans: Sequence[TablePlan],
-                             options: RoomOptions, services: Services, out: IO[str]) -> RoomResult:
-    with process.stop_on_signals() as stop:
-        return await play(nats_url, authority, plans, seconds=options.seconds, pace_ms=options.pace_ms,
-                          stop=stop, progress=Progress(out, options.progress), services=services)
+async def _play_until_signal(nats_url: str, warden: Authority | None, authority: Authority,
+                             plans: Sequence[TablePlan], options: RoomOptions, services: Services,
+                             out: IO[str]) -> RoomResult:
+    """``warden``: the Authority whose warden caps each identity's connections (the
+    embedded NATS's; none on external servers, whose administrators run their own)."""
+    async with contextlib.AsyncExitStack() as stack:
+        if warden is not None:
+            await stack.enter_async_context(watching(nats_url, warden))
+        with process.stop_on_signals() as stop:
+            return await play(nats_url, authority, plans, seconds=options.seconds, pace_ms=options.pace_ms,
+                              stop=stop, progress=Progress(out, options.progress), services=services)
 
 
 async def play(nats_url: str, authority: Authority, plans: Sequence[TablePlan], *,

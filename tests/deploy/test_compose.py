@@ -66,7 +66,7 @@ def test_the_authority_job_writes_the_trust_configuration_and_the_credentials(co
         in script and "install -m 0444 /etc/nats/tls/ca.pem /etc/studroom/creds/ca.pem" in script
     assert "./nats:/deploy/nats:ro" in job["volumes"] and "authority:/authority" in job["volumes"]
     others = [name for name, service in compose["services"].items()
-              if name not in ("authority", "creds-renewal")
+              if name not in ("authority", "creds-renewal", "warden")
               and any(v.startswith("authority:") for v in service.get("volumes", []))]
     assert not others, f"the Authority's keys are mounted in {others}"
 
@@ -112,7 +112,7 @@ def test_every_service_runs_with_its_credentials_the_cluster_and_a_health_check(
             "authority": "service_completed_successfully", "database": "service_completed_successfully",
             **dict.fromkeys(NODES, "service_healthy")}
     assert services["table"]["deploy"]["replicas"] >= 2
-    assert set(services) == {*SERVED, *NODES, "authority", "creds-renewal", "postgres", "database"}
+    assert set(services) == {*SERVED, *NODES, "authority", "creds-renewal", "warden", "postgres", "database"}
 
 
 def test_the_image_installs_the_project() -> None:
@@ -154,3 +154,12 @@ def test_the_authority_jobs_script_makes_a_cluster_configuration_nats_server_acc
     checked = subprocess.run([str(nats_server_binary()), "-t", "-c", str(tmp_path / "nats" / "cluster.conf")],
                              capture_output=True, text=True, check=False, env=env)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_the_warden_caps_connections_on_the_three_nodes(compose: dict[str, Any]) -> None:
+    """It holds the Authority (the system account's warden user) and speaks TLS to NATS."""
+    warden = compose["services"]["warden"]
+    args = build_parser().parse_args(_words(warden["command"]))
+    assert args.auth == "warden" and args.auth_dir == "/authority"
+    assert warden["environment"]["STUDROOM_NATS_URL"] == compose["services"]["table"]["environment"]["STUDROOM_NATS_URL"]
+    assert {f"nats-{n}" for n in (1, 2, 3)} <= set(warden["depends_on"]) and "ports" not in warden

@@ -77,7 +77,7 @@ def test_the_services_speak_tls_to_nats_and_trust_the_rooms_ca() -> None:
 
 def test_units_wait_for_the_network_and_restart_without_exhausting_the_start_limit() -> None:
     units = sorted(set(UNITS.glob("*.service")) - {RENEWAL})
-    assert len(units) == len(SERVED) + 1                                  # and the NATS node's
+    assert len(units) == len(SERVED) + 2                                  # and the NATS node's, the warden's
     for path in units:
         unit = _read(path)
         assert unit["Unit"]["Wants"] == ["network-online.target"], path.name
@@ -126,3 +126,12 @@ def test_the_services_credentials_are_renewed_every_hour_into_the_units_folder()
     args = build_parser().parse_args(shlex.split(command)[1:])
     assert (args.into, args.owner) == ("/etc/studroom/creds", "studroom")
     assert _read(RENEWAL)["Service"]["Type"] == ["oneshot"]
+
+
+def test_the_warden_runs_where_the_authority_is() -> None:
+    """It connects as the system account's warden user, from the Authority (root's)."""
+    unit = _read(UNITS / "studroom-warden.service")["Service"]
+    (command,) = unit["ExecStart"]
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    assert (args.auth, args.auth_dir) == ("warden", "/root/studroom-auth") and unit["User"] == ["root"]
+    assert unit["EnvironmentFile"] == ["/etc/studroom/studroom.env"]                 # the NATS URLs and CA

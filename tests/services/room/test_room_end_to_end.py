@@ -334,7 +334,9 @@ def test_room_command_runs_for_ten_seconds_and_conserves_chips() -> None:
         services = {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"}
         identities = {f"service.{name}{door}.creds" for name in services for door in ("", "-door")}
         assert {f.name for f in issued} >= identities
-        assert len(issued) == len(identities) + 2 + 2 * 5    # the services and their doors; floor, spectator; the bots
+        assert "system.warden.creds" in {f.name for f in issued}      # the embedded room caps connections
+        # the services and their doors; floor, spectator; the bots; the warden
+        assert len(issued) == len(identities) + 2 + 2 * 5 + 1
         secrets = [line for f in issued for line in f.read_text().splitlines() if len(line) > 40]
         secrets += [f.read_text().strip() for f in (data_dir / "auth").glob("*.nk")]
         secrets.append((data_dir / "postgres" / "password").read_text().strip())     # the database's
