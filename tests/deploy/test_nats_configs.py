@@ -19,8 +19,9 @@ import nats.errors
 import nats_nodes
 import pytest
 from nats_nodes import DEPLOY, Server, ca_of, node, route_env, running, studroom_cli
-from studroom.services.auth import jwt
+from studroom.services.auth import jwt, terms
 from studroom.services.auth.authority import Authority
+from studroom.services.auth.warden import watching
 from studroom.services.auth.powers import IDENTITIES, SERVICES
 from studroom.services.runtime import process
 from studroom.services.runtime.embedded_nats import nats_server_binary
@@ -187,10 +188,12 @@ def test_a_cluster_from_cluster_conf_keeps_out_a_server_without_the_certificate_
 
 
 @pytest.mark.integration
-def test_a_revocation_pushed_to_one_node_disconnects_the_player_on_another(
+def test_a_revocation_pushed_to_one_node_disconnects_the_player_on_another_and_one_warden_caps_both(
         etc_nats: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`studroom player revoke` names one node; every node of the cluster takes the
-    account's new revocation list (the system account's update subject reaches them all)."""
+    account's new revocation list (the system account's update subject reaches them all).
+    One warden, connected to one node, counts a player's connections on both and kicks
+    the one beyond his cap on the other."""
     ports = [free_port(), free_port(), free_port()]          # the third node stays down
     nodes = [Server((folder := node(etc_nats, name, port)) / "cluster.conf", folder, route_env(name, ports),
                     ca=ca_of(etc_nats))
@@ -212,6 +215,23 @@ def test_a_revocation_pushed_to_one_node_disconnects_the_player_on_another(
         assert told.splitlines()[-1].startswith("2 running NATS servers closed its connections")
         await asyncio.wait_for(closed.wait(), 5)
         assert not mallory.is_connected
+
+        authority = Authority(Path(auth))
+        async with watching(nodes[0].url, authority) as warden:
+            hoarder = str(authority.ensure("player", "hoarder"))
+            cap = terms.of("player").connections
+            held = [await nats.connect(nodes[k % 2].url, user_credentials=hoarder, allow_reconnect=False,
+                                       **process.tls_options(nodes[0].url)) for k in range(cap)]
+            extra = await nats.connect(nodes[1].url, user_credentials=hoarder, allow_reconnect=False,
+                                       **process.tls_options(nodes[1].url))
+            for _ in range(250):
+                if not extra.is_connected:
+                    break
+                await asyncio.sleep(0.02)
+            assert not extra.is_connected and warden.kicked == 1
+            assert all(nc.is_connected for nc in held)
+            for nc in held:
+                await nc.close()
 
     with running(*nodes):
         nodes[0].wait_until(lambda: "nats-2" in nodes[0].route_names(), "the two nodes did not form routes")
