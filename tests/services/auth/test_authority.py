@@ -110,3 +110,14 @@ def test_secrets_are_written_whole_and_private(tmp_path: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert not [p for p in authority.creds_dir.iterdir() if p.name.startswith(".")]   # no temporary left
     assert authority.folder.stat().st_mode & 0o077 == 0
+
+
+def test_the_system_users_are_the_system_accounts_with_their_tasks_powers_only(tmp_path: Path) -> None:
+    authority = Authority(tmp_path)
+    system = jwt.public_key(authority.system_seed)
+    pusher, warden = _claims(authority.pusher()), _claims(authority.warden())
+    assert pusher["iss"] == warden["iss"] == system
+    assert pusher["nats"]["pub"]["allow"] == [f"$SYS.REQ.ACCOUNT.{authority.account}.CLAIMS.UPDATE"]
+    assert set(warden["nats"]["pub"]["allow"]) == {"$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER.*.KICK"}
+    assert _claims(authority.warden())["jti"] == warden["jti"]                 # renewed like a service's
+    assert terms.of("player").connections == 5 and terms.of("spectator").connections is None
