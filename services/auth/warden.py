@@ -5,15 +5,19 @@ warden, a system-account user, follows the account's connect and disconnect even
 (``$SYS.ACCOUNT.<account>.CONNECT|DISCONNECT``, every server of a cluster sends them),
 counts each identity's connections (the name in the connection's JWT, ``role.name``)
 and closes each one beyond its role's cap (``terms.Terms.connections``) with the
-server's kick (``$SYS.REQ.SERVER.<server>.KICK``).  At its start it reads the
-connections already there (``$SYS.REQ.SERVER.PING.CONNZ``).
+server's kick (``$SYS.REQ.SERVER.<server>.KICK``).  At its start, after each of its
+own reconnections and every minute it counts anew from the servers' lists of
+connections (``$SYS.REQ.SERVER.PING.CONNZ``): events missed meanwhile (a server that
+died sends no disconnects) would otherwise leave connections counted that are gone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,6 +29,7 @@ from . import jwt, terms
 log = logging.getLogger(__name__)
 
 ANSWERS_WAIT = 1.0            # seconds to collect every server's list of connections
+RECOUNT_EVERY = 60.0          # seconds between counts from the servers' lists
 KICK_WAIT = 5.0               # seconds for a server to answer a kick
 Connection = tuple[str, int]  # (server id, client id)
 
@@ -34,29 +39,35 @@ class Warden:
         self.nc, self.account = nc, account
         self.held: dict[str, set[Connection]] = defaultdict(set)     # identity -> its connections
         self.kicked = 0
+        self._said: dict[str, float] = {}                             # identity -> when last logged
 
     async def start(self) -> None:
         for event, handle in (("CONNECT", self._connected), ("DISCONNECT", self._disconnected)):
             await self.nc.subscribe(f"$SYS.ACCOUNT.{self.account}.{event}", cb=handle)
-        await self._read_existing()
+        await self.recount()
 
-    async def _read_existing(self) -> None:
+    async def recount(self) -> None:
+        """Count every identity's connections anew from the servers' lists; kick those
+        beyond the caps."""
         inbox = self.nc.new_inbox()
         answers = await self.nc.subscribe(inbox)
         request = {"account": self.account, "auth": True, "limit": terms.ACCOUNT_CONNECTIONS}
+        listed: list[tuple[str, Connection]] = []
         await self.nc.publish("$SYS.REQ.SERVER.PING.CONNZ", json.dumps(request).encode(), reply=inbox)
         try:
             while True:
-                msg = await answers.next_msg(timeout=ANSWERS_WAIT)
-                answer = json.loads(msg.data)
+                answer = json.loads((await answers.next_msg(timeout=ANSWERS_WAIT)).data)
                 server = answer["server"]["id"]
-                for info in answer.get("data", {}).get("connections") or []:
-                    if info.get("account") == self.account and info.get("jwt"):
-                        await self._held(_identity(info["jwt"]), (server, info["cid"]))
+                listed += [(_identity(info["jwt"]), (server, info["cid"]))
+                           for info in answer.get("data", {}).get("connections") or []
+                           if info.get("account") == self.account and info.get("jwt")]
         except TimeoutError:
             pass
         finally:
             await answers.unsubscribe()
+        self.held = defaultdict(set)
+        for identity, connection in sorted(listed, key=lambda held: held[1][1]):     # the oldest first
+            await self._held(identity, connection)
 
     async def _connected(self, msg: Any) -> None:
         event = json.loads(msg.data)
@@ -82,8 +93,10 @@ class Warden:
             return
         held.discard(connection)
         self.kicked += 1
-        log.warning("%s: more than %d connections: closing the newest (server %s, client %d)",
-                    identity, cap, *connection)
+        if time.monotonic() - self._said.get(identity, -RECOUNT_EVERY) >= RECOUNT_EVERY:
+            self._said[identity] = time.monotonic()                   # once a minute per identity
+            log.warning("%s: more than %d connections: closing the newest (server %s, client %d)",
+                        identity, cap, *connection)
         try:                              # a request: the server carries out only a kick it can answer
             await self.nc.request(f"$SYS.REQ.SERVER.{connection[0]}.KICK", json.dumps({"cid": connection[1]}).encode(),
                                   timeout=KICK_WAIT)
@@ -110,10 +123,27 @@ async def watching(servers: str, authority: Any) -> AsyncIterator[Warden]:
     embedded room's, ``services/room/room.py``; a deploy runs ``studroom auth warden``)."""
     from ..runtime import process
 
-    nc = await process.connect(servers, "studroom-warden", creds=authority.warden())
+    warden: Warden | None = None
+
+    async def reconnected() -> None:
+        if warden is not None:
+            await warden.recount()
+
+    nc = await process.connect(servers, "studroom-warden", creds=authority.warden(), reconnected_cb=reconnected)
     try:
         warden = Warden(nc, authority.account)
         await warden.start()
-        yield warden
+        recounting = asyncio.create_task(_recount_every(warden))
+        try:
+            yield warden
+        finally:
+            recounting.cancel()
     finally:
         await nc.close()
+
+
+async def _recount_every(warden: Warden) -> None:
+    while True:
+        await asyncio.sleep(RECOUNT_EVERY)
+        with contextlib.suppress(TimeoutError, nats.errors.Error):
+            await warden.recount()

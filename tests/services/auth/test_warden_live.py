@@ -52,6 +52,12 @@ def test_a_players_connection_beyond_his_cap_is_closed(secure_nats_url: str, aut
         others = await nats.connect(secure_nats_url, user_credentials=str(authority.ensure("player", "other")))
         await asyncio.sleep(0.3)
         assert others.is_connected                                    # the cap is his alone
+        # Connections it missed the end of (a server that died says nothing) are
+        # forgotten at the next count from the servers' lists.
+        warden.held["player.other"] |= {("a-server-that-died", k) for k in range(cap)}
+        await warden.recount()
+        assert len(warden.held["player.other"]) == 1 and all(s != "a-server-that-died" for s, _ in warden.held["player.other"])
+        assert others.is_connected and len(warden.held["player.hoarder"]) == cap
         for nc in [*before, again, late, others, system]:
             await nc.close()
 
