@@ -152,55 +152,50 @@ def table_private_events(table_id: str) -> str:
     return f"{PREFIX}.priv.*.{check_name(table_id)}"
 
 
-# The cashier (services/cashier/): requests by request/reply, the sender in the subject
-
-CASHIER_ROLES = ("player", "operator")
-
-
-def cashier_requests(role: str, name: str) -> str:
-    """Where a player or an operator sends his requests to the cashier (only he may)."""
-    if role not in CASHIER_ROLES:
-        raise BadName(f"{role!r} sends no requests to the cashier")
-    return f"{PREFIX}.cashier.{role}.{check_name(name)}"
+# Requests by request/reply with the sender in the subject: the cashier, the
+# histories, the lobby and health.  One shape, ``<where>.<role>.<name>``, written once.
 
 
-def all_cashier_requests() -> str:
-    return f"{PREFIX}.cashier.*.*"
+class Desk:
+    """A responder's request subjects, ``<where>.<role>.<name>``: only ``name`` (of
+    ``role``) may publish his own (his permissions pin it), so the responder reads the
+    sender from the subject it received on.  A ``*`` token in ``where`` stands for any
+    token (health: any service's)."""
+
+    def __init__(self, where: str, roles: tuple[str, ...], asked: str) -> None:
+        self.where, self.roles, self.asked = where, roles, asked
+        self._tokens = where.split(".")
+
+    def of(self, role: str, name: str, *, where: str | None = None) -> str:
+        """Where ``name`` sends his requests (``where`` fills a ``*`` of the desk's)."""
+        if role not in self.roles:
+            raise BadName(f"{role!r} sends no requests to {self.asked}")
+        return f"{where or self.where}.{role}.{check_name(name)}"
+
+    def every(self) -> str:
+        """Every sender's requests (what the responder subscribes to)."""
+        return f"{self.where}.*.*"
+
+    def sender(self, subject: str) -> tuple[str, str]:
+        """``<where>.<role>.<name>`` -> (role, name); BadName for any other subject."""
+        parts = subject.split(".")
+        n = len(self._tokens)
+        if (len(parts) != n + 2 or parts[n] not in self.roles
+                or any(t not in ("*", p) for t, p in zip(self._tokens, parts))):
+            raise BadName(f"{subject!r} is not a request subject of {self.asked}")
+        return parts[n], check_name(parts[n + 1])
 
 
-def cashier_sender(subject: str) -> tuple[str, str]:
-    """``studroom.cashier.<role>.<name>`` -> (role, name); BadName for any other subject."""
-    parts = subject.split(".")
-    if len(parts) != 4 or parts[:2] != [PREFIX, "cashier"] or parts[2] not in CASHIER_ROLES:
-        raise BadName(f"{subject!r} is not a cashier request subject")
-    return parts[2], check_name(parts[3])
+CASHIER = Desk(f"{PREFIX}.cashier", ("player", "operator"), "the cashier")
+CASHIER_ROLES = CASHIER.roles
+cashier_requests, all_cashier_requests, cashier_sender = CASHIER.of, CASHIER.every, CASHIER.sender
+
+HISTORY = Desk(f"{PREFIX}.history", ("player", "operator"), "the histories")   # a player about himself
+HISTORY_ROLES = HISTORY.roles
+history_requests, all_history_requests, history_sender = HISTORY.of, HISTORY.every, HISTORY.sender
 
 
-# Players' histories (projections/history/): requests by request/reply, the sender in the subject
-
-HISTORY_ROLES = ("player", "operator")
-
-
-def history_requests(role: str, name: str) -> str:
-    """Where a player (about himself) or an operator asks for hand histories."""
-    if role not in HISTORY_ROLES:
-        raise BadName(f"{role!r} asks for no history")
-    return f"{PREFIX}.history.{role}.{check_name(name)}"
-
-
-def all_history_requests() -> str:
-    return f"{PREFIX}.history.*.*"
-
-
-def history_sender(subject: str) -> tuple[str, str]:
-    """``studroom.history.<role>.<name>`` -> (role, name); BadName for any other subject."""
-    parts = subject.split(".")
-    if len(parts) != 4 or parts[:2] != [PREFIX, "history"] or parts[2] not in HISTORY_ROLES:
-        raise BadName(f"{subject!r} is not a history request subject")
-    return parts[2], check_name(parts[3])
-
-
-# The relay (services/relay.py)
+# The relay (services/relay/)
 
 RELAY_BUCKET = "studroom_relay"       # JetStream KV: one position record per event store
 
@@ -211,7 +206,7 @@ def relay_nudge(store: str) -> str:
     return f"{PREFIX}.relay.nudge.{check_name(store)}"
 
 
-# The timer service (services/timer_service.py)
+# The timer service (services/timer/)
 
 TIMER_STREAM = "STUDROOM_TIMERS"      # JetStream, message schedules on, work-queue retention
 
@@ -235,18 +230,16 @@ def all_timer_fires() -> str:
     return f"{PREFIX}.timer.fire.*"
 
 
-# The lobby (projections/lobby/; its bucket's name: projections/lobby/jetstream.py)
+# Discovery and health (services/runtime/observe.py)
 
-
-HEALTH_ROLES = ("operator",)
+HEALTH = Desk(f"{PREFIX}.health.*", ("operator",), "a service's health")   # one instance answers
+HEALTH_ROLES = HEALTH.roles
+health_sender = HEALTH.sender
 
 
 def health(service: str, role: str, name: str) -> str:
-    """Where ``name`` (an operator) asks a service's instances "are you well"
-    (request/reply, one answers; only he may send here)."""
-    if role not in HEALTH_ROLES:
-        raise BadName(f"{role!r} asks no service's health")
-    return f"{PREFIX}.health.{check_name(service)}.{role}.{check_name(name)}"
+    """Where ``name`` (an operator) asks a service's instances "are you well"."""
+    return HEALTH.of(role, name, where=f"{PREFIX}.health.{check_name(service)}")
 
 
 def health_asked(service: str) -> str:
@@ -256,41 +249,17 @@ def health_asked(service: str) -> str:
 
 def health_as(role: str, name: str) -> str:
     """The health requests ``name`` may send: to any service, as himself."""
-    return f"{PREFIX}.health.*.{role}.{check_name(name)}"
-
-
-def health_sender(subject: str) -> tuple[str, str]:
-    """``studroom.health.<service>.<role>.<name>`` -> (role, name); BadName for any other subject."""
-    parts = subject.split(".")
-    if len(parts) != 5 or parts[:2] != [PREFIX, "health"] or parts[3] not in HEALTH_ROLES:
-        raise BadName(f"{subject!r} is not a health request subject")
-    return parts[3], check_name(parts[4])
+    return HEALTH.of(role, name)
 
 
 DISCOVERY = "$SRV.>"                  # NATS micro: $SRV.PING|INFO|STATS[.<name>[.<id>]]
 
 
-LOBBY_ROLES = ("player", "operator", "spectator", "service")
+# The lobby (projections/lobby/; its bucket's name: projections/lobby/jetstream.py)
 
-
-def lobby_query(role: str, name: str) -> str:
-    """Where ``name`` (of any role) asks the lobby (request/reply, answered by one lobby
-    instance; only he may send here)."""
-    if role not in LOBBY_ROLES:
-        raise BadName(f"no role {role!r}")
-    return f"{PREFIX}.lobby.query.{role}.{check_name(name)}"
-
-
-def all_lobby_queries() -> str:
-    return f"{PREFIX}.lobby.query.*.*"
-
-
-def lobby_asker(subject: str) -> tuple[str, str]:
-    """``studroom.lobby.query.<role>.<name>`` -> (role, name); BadName for any other subject."""
-    parts = subject.split(".")
-    if len(parts) != 5 or parts[:3] != [PREFIX, "lobby", "query"] or parts[3] not in LOBBY_ROLES:
-        raise BadName(f"{subject!r} is not a lobby query subject")
-    return parts[3], check_name(parts[4])
+LOBBY = Desk(f"{PREFIX}.lobby.query", ("player", "operator", "spectator", "service"), "the lobby")  # anyone
+LOBBY_ROLES = LOBBY.roles
+lobby_query, all_lobby_queries, lobby_asker = LOBBY.of, LOBBY.every, LOBBY.sender
 
 
 def lobby_changes(bucket: str) -> str:

@@ -92,7 +92,7 @@ class TableDriver:
         replies = [await self.request(OpenTable(table_id=self.table_id, config=self.config))]
         for seat in range(self.players):
             replies.append(await self.request(SitDown(seat=seat, player=self.seated[seat].name)))
-            replies.append(await self.request(BuyIn(seat=seat, amount=self.stack)))
+            replies.append(await self.request(BuyIn(seat=seat, amount=self.stack, player=self.seated[seat].name)))
         bad = [r for r in replies if not r.ok and r.error is not None and r.error.code not in self.tolerate]
         if bad:
             raise RuntimeError(f"setting up {self.table_id} failed: {bad}")
@@ -109,7 +109,7 @@ class TableDriver:
         hand = table.hand
         for seat, state in sorted(table.seats.items()):   # busted and not in the hand: buy again
             if state.stack == 0 and (hand is None or seat not in hand.players):
-                return BuyIn(seat=seat, amount=self.stack)
+                return BuyIn(seat=seat, amount=self.stack, player=self.seated[seat].name)
         if hand is None or self.turn is None or self.turn.turn != table.turn:
             return None
         turn = self.turn
