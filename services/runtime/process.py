@@ -265,8 +265,14 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
         settings |= {"user_credentials": str(creds), "inbox_prefix": subjects.inbox_prefix(role, identity)}
     settings |= tls_options(servers)
     outage = NatsOutage(name, logging.WARNING if options.get("allow_reconnect", True) else logging.DEBUG)
+    following: list[asyncio.Task[None]] = []
+
+    async def closed() -> None:          # the credentials' follower ends with its connection
+        for task in following:
+            task.cancel()
+
     for key, own in (("error_cb", outage.error), ("disconnected_cb", outage.disconnected),
-                     ("reconnected_cb", outage.reconnected)):
+                     ("reconnected_cb", outage.reconnected), ("closed_cb", closed)):
         settings[key] = _then(own, options.pop(key, None))
     settings.update(options)
     outage.client = client = Client()
@@ -274,7 +280,7 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
     if creds is not None and settings.get("allow_reconnect", True):
         from .credentials import follow
 
-        follow(client, Path(creds))     # reconnects with renewed credentials before they end
+        following.append(follow(client, Path(creds)))   # reconnects with renewed credentials before they end
     return client
 
 

@@ -14,7 +14,10 @@ table service, the cashier, the lobby, the history, health) therefore asks its
   logged once per sender and minute (a request without a reply subject is counted
   apart: the services' start-up probe sends one);
 - a token bucket per sender (:data:`QUOTAS`, by role): a request beyond it is
-  refused ``rate_limited`` with ``retry_after_ms``, unread.
+  refused ``rate_limited`` with ``retry_after_ms``, unread; told once, the sender's
+  further requests within that wait get no answer at all (``shed``: an honest client
+  waits as told, so only a flood meets it, and answering a flood would cost the room a
+  message for each of his).
 
 On a server without identities (the open test server, ``bench --auth off``) anybody
 may publish anywhere, so no inbox is anybody's: there a reply must only be some
@@ -86,14 +89,16 @@ class DoorStats:
     strangers: int = 0            # no answer: a subject without a sender
     no_reply: int = 0             # no answer: none asked for
     rate_limited: int = 0         # refused ``rate_limited``
+    shed: int = 0                 # no answer: beyond the quota again within the wait he was told
 
 
 class _Bucket:
-    __slots__ = ("at", "tokens")
+    __slots__ = ("at", "tokens", "told_until")
 
     def __init__(self, tokens: float, at: float) -> None:
         self.tokens = tokens
         self.at = at
+        self.told_until = 0.0         # when the wait he was last told ends
 
 
 class Buckets:
@@ -121,6 +126,15 @@ class Buckets:
             bucket.tokens -= 1.0
             return 0.0
         return (1.0 - bucket.tokens) / quota.rate
+
+    def tell(self, key: Any, wait: float, now: float) -> bool:
+        """Whether ``key``, refused now (just after :meth:`take`), is to be told to wait
+        ``wait`` seconds: not while an earlier wait he was told runs."""
+        bucket = self._buckets[key]
+        if now < bucket.told_until:
+            return False
+        bucket.told_until = now + wait
+        return True
 
     def _evict(self, quota: Quota, now: float) -> None:
         full_after = quota.burst / quota.rate
@@ -165,7 +179,14 @@ class Door:
             self._say(role, name, reply)
             return None
         quota = self.quotas.get(role)
-        wait = 0.0 if quota is None else self._buckets[role].take(name, quota, self.clock())
+        if quota is None:
+            self.stats.admitted += 1
+            return Visitor(role, name, reply)
+        buckets, now = self._buckets[role], self.clock()
+        wait = buckets.take(name, quota, now)
+        if wait and not buckets.tell(name, wait, now):
+            self.stats.shed += 1
+            return None
         if wait:
             self.stats.rate_limited += 1
             return Visitor(role, name, reply, retry_after_ms=max(1, int(wait * 1000 + 0.999)))
@@ -245,7 +266,7 @@ def door_metrics(doors: Callable[[], list[Door]]) -> Callable[[], list[Any]]:
     def collect() -> list[Metric]:
         samples: list[tuple[str, Mapping[str, str], float]] = []
         for door in doors():
-            for outcome in ("admitted", "misdirected", "strangers", "no_reply", "rate_limited"):
+            for outcome in ("admitted", "misdirected", "strangers", "no_reply", "rate_limited", "shed"):
                 samples.append(("_total", {"responder": door.responder, "outcome": outcome},
                                 getattr(door.stats, outcome)))
         return [Metric("door_requests", "counter", "requests at the door, by responder and outcome "

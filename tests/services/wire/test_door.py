@@ -82,6 +82,21 @@ def test_a_token_bucket_per_sender() -> None:
     assert d.admit(MAL, mine).retry_after_ms > 0
 
 
+def test_a_sender_told_to_wait_gets_no_second_answer_within_the_wait() -> None:
+    clock = Clock()
+    d = door(clock=clock)
+    mine = "_INBOX.player.mal.1"
+    for _ in range(3):                                                        # the burst
+        d.admit(MAL, mine)
+    assert d.admit(MAL, mine).retry_after_ms == 100                           # told: 100 ms
+    clock.now += 0.05
+    assert [d.admit(MAL, mine) for _ in range(50)] == [None] * 50             # a flood: no answers
+    assert (d.stats.rate_limited, d.stats.shed) == (1, 50)
+    clock.now += 0.06                                                         # the wait is over
+    assert d.admit(MAL, mine).retry_after_ms == 0                             # a token again
+    assert d.admit(MAL, mine).retry_after_ms > 0                              # told once more
+
+
 def test_a_role_without_a_quota_is_not_limited() -> None:
     d = door()      # operators: no quota in this door
     floor = subjects.cashier_requests("operator", "floor")
