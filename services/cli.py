@@ -12,6 +12,7 @@ import importlib
 import json
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from functools import partial
 from types import ModuleType
@@ -24,6 +25,7 @@ from .runtime.arguments import (
     positive_float,
     positive_int,
 )
+from .runtime.logs import mask
 
 # studroom serve <name>: the composition root of each process
 SERVICES = {
@@ -245,10 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\n{args.prog}: interrupted", file=sys.stderr)
         return 130
-    except Exception as error:
+    except Exception as error:      # said masked: a URL or a path in it may carry a password
         if args.debug:
-            raise
-        print(f"{args.prog}: {one_line(error)} (--debug shows the traceback)", file=sys.stderr)
+            print(mask("".join(traceback.format_exception(error))), end="", file=sys.stderr)
+        else:
+            print(f"{args.prog}: {mask(one_line(error))} (--debug shows the traceback)", file=sys.stderr)
         return 1
 
 

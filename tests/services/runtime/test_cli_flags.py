@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 
-import psycopg
 import pytest
 from studroom.services.cli import build_parser, main
 from studroom.services.runtime.settings import DATA_DIR_VAR, DATABASE_URL_VAR
@@ -75,10 +74,31 @@ def test_a_database_that_is_not_there_is_one_line_on_stderr() -> None:
     assert run.stderr.startswith("studroom ledger rake: OperationalError: ") and "--debug" in run.stderr
 
 
-def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv(DATABASE_URL_VAR, NOWHERE)
-    with pytest.raises(psycopg.OperationalError):
-        main(["ledger", "rake", "--debug"])
+    assert main(["ledger", "rake", "--debug"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last)") and "psycopg.OperationalError" in err
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_error_holding_a_password_is_said_masked(debug: bool, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A database URL with its password inside an error never reaches the terminal,
+    with or without ``--debug``."""
+    secret_url = "postgresql://studroom:s3cretpw@127.0.0.1:9/nowhere"
+
+    def fail(args: argparse.Namespace) -> int:
+        raise RuntimeError(f"cannot reach {secret_url}")
+
+    parser = build_parser(["ledger", "rake"])
+    monkeypatch.setattr("studroom.services.cli.build_parser", lambda argv: parser)
+    monkeypatch.setattr(parser, "parse_args", lambda argv: argparse.Namespace(
+        prog="studroom ledger rake", debug=debug, run=fail))
+    assert main(["ledger", "rake"]) == 1
+    err = capsys.readouterr().err
+    assert "s3cretpw" not in err and "127.0.0.1:9/nowhere" in err
+    assert ("Traceback" in err) == debug
 
 
 def test_a_database_url_that_is_not_one_is_one_line(monkeypatch: pytest.MonkeyPatch,
