@@ -87,17 +87,23 @@ def service(name: str) -> Powers:
     return dataclasses.replace(own, deny_publish=_others_buckets(name) if own.publish else [])
 
 
-# Each of these buckets is written and managed by its service alone: another service's
-# JetStream powers ($JS.>) may read it, not purge, delete or rewrite it (issue 16).
+# Each of these buckets is written and managed by its service alone, and each of these
+# streams managed by its service alone: another service's JetStream powers ($JS.>) may
+# read them (and consume the streams), not purge, delete or rewrite them (issue 16).
 _OWNED_BUCKETS = {"table": LEASE_BUCKET, "relay": subjects.RELAY_BUCKET, "lobby": LOBBY_BUCKET}
+_OWNED_STREAMS = {"relay": (subjects.PUBLIC_STREAM, subjects.PRIVATE_STREAM), "timer": (subjects.TIMER_STREAM,)}
 _MANAGING = ("CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE")
 
 
 def _others_buckets(name: str) -> list[str]:
     """What service ``name`` may not publish: writes to other services' buckets, and
-    the JetStream requests that would manage their streams."""
-    return [subject for owner, bucket in _OWNED_BUCKETS.items() if owner != name
-            for subject in (f"$KV.{bucket}.>", *(f"$JS.API.STREAM.{api}.KV_{bucket}" for api in _MANAGING))]
+    the JetStream requests that would manage their buckets' and their own streams."""
+    buckets = {owner: [f"KV_{bucket}"] for owner, bucket in _OWNED_BUCKETS.items()}
+    streams = {owner: [*buckets.get(owner, []), *_OWNED_STREAMS.get(owner, ())]
+               for owner in {*buckets, *_OWNED_STREAMS}}
+    return [*(f"$KV.{bucket}.>" for owner, bucket in _OWNED_BUCKETS.items() if owner != name),
+            *(f"$JS.API.STREAM.{api}.{stream}" for owner in sorted(streams) if owner != name
+              for stream in streams[owner] for api in _MANAGING)]
 
 
 _OPERATOR_INBOXES = "_INBOX.operator.>"

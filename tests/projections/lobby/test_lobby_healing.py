@@ -200,34 +200,64 @@ async def _bucket(js: Any, tables: list[str], wait: float = 20.0) -> Any:
     return await js.key_value(LOBBY_BUCKET)
 
 
+def _others(owner: str) -> list[tuple[str, str]]:
+    """Every identity but service ``owner``'s own: the other services, their doors, an
+    operator, a player and the spectator."""
+    return [("service", name) for name in IDENTITIES if name != owner] + [
+        ("operator", "floor"), ("player", "mallory"), ("spectator", "public")]
+
+
+async def _refused(stack: Stack, role: str, name: str, writes: list[str], requests: list[str]) -> None:
+    """Each of ``writes`` (published) and ``requests`` (asked, with a reply subject) is a
+    permissions violation for ``role``/``name``: the server drops it."""
+    errors: list[str] = []
+
+    async def error(e: Exception) -> None:
+        errors.append(str(e))
+
+    def violations() -> list[str]:
+        return [e for e in errors if "permissions violation for publish" in e.lower()]
+
+    nc = await stack.connect_as(role, name, error_cb=error)
+    try:
+        for subject in writes:
+            await nc.publish(subject, b'{"forged": true}')
+        for subject in requests:               # sent without waiting: a refused one has no answer
+            await nc.publish(subject, b"{}", reply=nc.new_inbox())
+        await nc.flush()
+        wanted = len(writes) + len(requests)
+        assert await until(lambda: len(violations()) == wanted, 2.0), f"{role}.{name}: {errors}"
+    finally:
+        await nc.close()
+
+
 @pytest.mark.timeout(60)
 def test_only_the_lobby_service_may_write_its_bucket(stack: Stack) -> None:
-    """Every other identity (each service, its door, an operator, a player, the
-    spectator) is refused by the server: a write on the bucket's subjects, and the
-    JetStream requests that would purge, delete or change its stream."""
-    others = [("service", name) for name in IDENTITIES if name != "lobby"]
-    others += [("operator", "floor"), ("player", "mallory"), ("spectator", "public")]
-
-    async def refused(role: str, name: str) -> None:
-        errors: list[str] = []
-
-        async def error(e: Exception) -> None:
-            errors.append(str(e))
-
-        def violations() -> list[str]:
-            return [e for e in errors if "permissions violation for publish" in e.lower()]
-
-        nc = await stack.connect_as(role, name, error_cb=error)
-        try:
-            await nc.publish(f"$KV.{LOBBY_BUCKET}.forged", b'{"forged": true}')
-            for api in ("PURGE", "DELETE", "UPDATE"):     # as requests: the server drops them
-                await nc.publish(f"$JS.API.STREAM.{api}.KV_{LOBBY_BUCKET}", b"{}", reply=nc.new_inbox())
-            await nc.flush()
-            assert await until(lambda: len(violations()) == 4, 2.0), f"{role}.{name}: {errors}"
-        finally:
-            await nc.close()
+    """Every other identity is refused by the server: a write on the bucket's subjects,
+    and the JetStream requests that would purge, delete or change its stream."""
+    writes = [f"$KV.{LOBBY_BUCKET}.forged"]
+    requests = [f"$JS.API.STREAM.{api}.KV_{LOBBY_BUCKET}" for api in ("PURGE", "DELETE", "UPDATE")]
 
     async def main() -> None:
-        await asyncio.gather(*(refused(role, name) for role, name in others))
+        await asyncio.gather(*(_refused(stack, role, name, writes, requests) for role, name in _others("lobby")))
+
+    asyncio.run(main())
+
+
+@pytest.mark.timeout(60)
+def test_only_the_relay_manages_the_event_streams_and_only_the_timer_its_own(stack: Stack) -> None:
+    """The public and private streams are the relay's, the timers' stream the timer's:
+    any other identity asking to purge, delete, change or restore one, or delete a
+    message of it, is refused by the server (the others consume them, nothing more)."""
+    managing = ("PURGE", "DELETE", "UPDATE", "CREATE", "RESTORE", "MSG.DELETE")
+
+    def requests(*streams: str) -> list[str]:
+        return [f"$JS.API.STREAM.{api}.{stream}" for stream in streams for api in managing]
+
+    async def main() -> None:
+        await asyncio.gather(
+            *(_refused(stack, role, name, [], requests(subjects.PUBLIC_STREAM, subjects.PRIVATE_STREAM))
+              for role, name in _others("relay")),
+            *(_refused(stack, role, name, [], requests(subjects.TIMER_STREAM)) for role, name in _others("timer")))
 
     asyncio.run(main())

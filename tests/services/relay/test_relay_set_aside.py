@@ -150,7 +150,8 @@ def test_unpublishable_events_are_set_aside_and_the_rest_flows_exactly_once_acro
     caplog.set_level(logging.INFO, logger="studroom.services.relay")
 
     async def scenario() -> None:
-        async with Monitor(secure_server.url, authority.ensure("service", "projections")) as monitor:
+        # as the relay: only the relay may create the public stream
+        async with Monitor(secure_server.url, authority.ensure("service", "relay")) as monitor:
             # JetStream itself refuses the 300 kB message: the public stream takes 256 kB at most.
             await monitor.js.add_stream(api.StreamConfig(
                 name=subjects.PUBLIC_STREAM, subjects=[subjects.all_public_events()], max_msg_size=MAX_MSG_SIZE))
