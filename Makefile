@@ -16,8 +16,14 @@ $(STAMP): pyproject.toml setup.py
 
 # The domain is compiled with mypyc when installed (setup.py); an edited rule is
 # recompiled before anything runs (until then the package runs its pure Python source).
+# Make decides before $(STAMP)'s install ran, so it asks again here: right after a fresh
+# install (which compiled and touched $(NATIVE)) no rule is newer and nothing is compiled twice.
 $(NATIVE): $(STAMP) $(wildcard domain/*.py)
-	$(BIN)/pip install --quiet --no-deps -e .
+	@if [ -z "$$(find domain -name '*.py' -newer $(NATIVE) 2>/dev/null)" ] && [ -f $(NATIVE) ]; then \
+	    echo "the rules are compiled"; \
+	else \
+	    echo "compiling the rules (mypyc, about a minute)"; $(BIN)/pip install --quiet --no-deps -e .; \
+	fi
 	touch $(NATIVE)
 
 room: $(NATIVE)
