@@ -185,6 +185,21 @@ class Reservation(msgspec.Struct, frozen=True):
         return self.owner == owner and now_ms - self.claimed_ms < fresh_ms
 
 
+BuyInStep = BuyInReserved | BuyInClaimed | BuyInConfirmed | BuyInRefunded
+
+
+def in_flight_after(reservation: Reservation | None, event: BuyInStep) -> Reservation | None:
+    """A buy-in's reservation after one of its own events (``reservation`` before; None:
+    not in flight): reserved, claimed by an owner, or settled.  The account keeps its
+    buy-ins so, and the cashier's recovery every player's (services/cashier/recovery.py)."""
+    if isinstance(event, BuyInReserved):
+        return Reservation(event.table_id, event.seat, event.amount, event.command_id, event.owner, event.at_ms)
+    if isinstance(event, BuyInClaimed):
+        return None if reservation is None else msgspec.structs.replace(
+            reservation, owner=event.owner, claimed_ms=event.at_ms)
+    return None                            # confirmed or refunded
+
+
 def buy_in_key(table_id: str, command_id: str) -> str:
     """A buy-in's name in its account: the table and the table command's id."""
     return f"{table_id}#{command_id}"
@@ -297,17 +312,15 @@ class Account:
         self.balance += balance_change(event)
         if isinstance(event, Deposited | Withdrawn):
             self.references.add(event.reference)
-        elif isinstance(event, BuyInReserved):
-            self.pending[buy_in_key(event.table_id, event.command_id)] = Reservation(
-                event.table_id, event.seat, event.amount, event.command_id, event.owner, event.at_ms)
-            command_ids.remember(self.last_requests, event.request_id)
-            given = int(event.command_id) if event.command_id.isdecimal() else 0
-            self.last_buy_in_ids[event.table_id] = max(self.last_buy_in_ids.get(event.table_id, 0), given)
-        elif isinstance(event, BuyInClaimed):
+        elif isinstance(event, BuyInReserved | BuyInClaimed):
             key = buy_in_key(event.table_id, event.command_id)
-            r = self.pending.get(key)
-            if r is not None:
-                self.pending[key] = msgspec.structs.replace(r, owner=event.owner, claimed_ms=event.at_ms)
+            reservation = in_flight_after(self.pending.get(key), event)
+            if reservation is not None:
+                self.pending[key] = reservation
+            if isinstance(event, BuyInReserved):
+                command_ids.remember(self.last_requests, event.request_id)
+                given = int(event.command_id) if event.command_id.isdecimal() else 0
+                self.last_buy_in_ids[event.table_id] = max(self.last_buy_in_ids.get(event.table_id, 0), given)
         elif isinstance(event, BuyInConfirmed | BuyInRefunded):
             del self.pending[buy_in_key(event.table_id, event.command_id)]
         elif isinstance(event, CashedOut):

@@ -16,15 +16,7 @@ import logging
 import time
 from typing import Final
 
-import msgspec
-from studroom.domain.account import (
-    BuyInClaimed,
-    BuyInConfirmed,
-    BuyInRefunded,
-    BuyInReserved,
-    Reservation,
-    player_of,
-)
+from studroom.domain.account import BuyInStep, Reservation, in_flight_after, player_of
 
 from ..store.port import EventStore, Notification
 from .saga import PENDING, BuyInSaga, now_ms
@@ -51,15 +43,14 @@ class OpenBuyIns:
             player, event = player_of(n.stream_id), n.event
             if player is None:
                 continue
-            if isinstance(event, BuyInReserved):
-                self.in_flight[player, event.table_id] = Reservation(
-                    event.table_id, event.seat, event.amount, event.command_id, event.owner, event.at_ms)
-            elif isinstance(event, BuyInClaimed) and (player, event.table_id) in self.in_flight:
-                r = self.in_flight[player, event.table_id]
-                self.in_flight[player, event.table_id] = msgspec.structs.replace(
-                    r, owner=event.owner, claimed_ms=event.at_ms)
-            elif isinstance(event, BuyInConfirmed | BuyInRefunded):
-                self.in_flight.pop((player, event.table_id), None)
+            if not isinstance(event, BuyInStep):
+                continue
+            key = (player, event.table_id)
+            reservation = in_flight_after(self.in_flight.get(key), event)
+            if reservation is None:
+                self.in_flight.pop(key, None)
+            else:
+                self.in_flight[key] = reservation
 
     def claimable(self, owner: str, at_ms: int, takeover_ms: int) -> list[InFlight]:
         return [key for key, r in self.in_flight.items() if r.claimable(owner, at_ms, takeover_ms)]
