@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -84,11 +84,10 @@ class TableService:
                 publish=self._publish,
                 accepts=self.serves,
                 partitions=partitions,
-                nudge=_nudge_subject(store),
+                nudge=self._nudger(_nudge_subject(store)),
             )
             for j, store in enumerate(stores)
         ]
-        self._nudges = {w.nudge for w in self.workers}
         self.leases: LeaseManager | None = None
         if self.static_partitions is None:
             self.leases = LeaseManager(
@@ -191,11 +190,15 @@ class TableService:
 
     # -- messages
 
+    def _nudger(self, subject: str | None) -> Callable[[], Awaitable[None]] | None:
+        """A store's nudge to the relay, on the service's own connection (its door
+        publishes replies only)."""
+        if subject is None:
+            return None
+        return lambda: self.nc.publish(subject, b"")
+
     async def _publish(self, subject: str, data: bytes) -> None:
-        """A reply (on the door's connection), or a nudge to the relay (on the service's)."""
-        if subject in self._nudges:
-            await self.nc.publish(subject, data)
-            return
+        """A reply, on the door's connection."""
         self.meter.replied(subject, data)
         await self.door_nc.publish(subject, data)
 

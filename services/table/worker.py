@@ -61,7 +61,8 @@ class StoreWorker:
 
     ``accepts(partition)`` (default: always) is asked when a batch is formed; a
     command of a partition no longer served is answered ``unavailable`` unexecuted.
-    ``publish(subject, data)`` sends replies of NATS requests.
+    ``publish(subject, data)`` sends replies of NATS requests; ``nudge()`` tells the
+    relay after a commit that the store has new events.
     """
 
     def __init__(
@@ -73,7 +74,7 @@ class StoreWorker:
         publish: Publish | None = None,
         accepts: Callable[[int], bool] | None = None,
         partitions: int = subjects.PARTITIONS,
-        nudge: str | None = None,
+        nudge: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.handler = handler
         self.nudge = nudge
@@ -214,9 +215,9 @@ class StoreWorker:
             self.stats.batches += 1
             self.stats.commands += len(batch)
             self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
-            if self.nudge and self.publish is not None and self.handler.stats.appends != appends:
+            if self.nudge is not None and self.handler.stats.appends != appends:
                 try:   # the relay reads the store at once
-                    await self.publish(self.nudge, b"")
+                    await self.nudge()
                 except Exception:   # noqa: BLE001 (it polls anyway)
                     log.debug("relay nudge failed", exc_info=True)
             for item, outcome in zip(batch, outcomes):
