@@ -22,13 +22,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..runtime.files import write_atomically
 from ..wire import subjects
 from . import jwt, powers, terms
 
@@ -45,10 +44,7 @@ class UnknownIdentity(LookupError):
 
 def _write_secret(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` (mode 0600) at once: a reader sees the old file or the new one."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(temporary, path)
+    write_atomically(path, text.encode())
 
 
 class Authority:

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 
 def write_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:
     """``data`` into ``path``, with ``mode`` from its first byte (never readable by
-    others, not even for a moment) and in one step (a crash leaves the old file or
-    the new one, never half of one)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, mode)          # whatever the umask took away
-    os.replace(tmp, path)
+    others, not even for a moment: the temporary file is 0600 until it is whole) and in
+    one step (a crash leaves the old file or the new one, never half of one; processes
+    writing the same file at once each write a temporary file of their own)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
