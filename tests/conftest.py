@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 from studroom.services.auth.authority import Authority
-from studroom.services.runtime import process
+from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.embedded_nats import EmbeddedNats
-from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
+from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 
 
 @pytest.fixture(scope="session")

@@ -50,7 +50,7 @@ from studroom.domain.events import (
     TimedOut,
 )
 
-from .record import HandRecord
+from studroom.domain.hand_record import HandRecord
 
 VARIANTS: Final = {"seven_card_stud": "F7S", "seven_card_stud_hilo": "F7S/8", "five_card_stud": "F5S"}
 FIVE_CARD_NOTE: Final = ("five card stud: PHH has no variant code for it; F5S follows PHH's naming "

@@ -24,7 +24,7 @@ import msgspec
 from studroom.services.wire.protocol import ErrorBody
 
 from .queries import MOST_HANDS, HandSummary, Session, StakesTotal
-from .record import HandRecord
+from studroom.domain.hand_record import HandRecord
 
 
 class _Request(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, forbid_unknown_fields=True):

@@ -12,7 +12,7 @@ import msgspec
 import psycopg
 from psycopg import sql
 
-from .record import HandRecord
+from studroom.domain.hand_record import HandRecord
 from .schema import HISTORY_SCHEMA
 
 MOST_HANDS: Final = 500          # hands in one answer (ask again with ``before_ms``)

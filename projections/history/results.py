@@ -20,7 +20,7 @@ from studroom.domain.events import (
     PotAwarded,
 )
 
-from .seen import showdown_seats
+from studroom.domain.seen import showdown_seats
 
 
 class Result(msgspec.Struct, frozen=True):

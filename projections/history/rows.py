@@ -25,8 +25,8 @@ from studroom.domain.events import (
     TableOpened,
 )
 
-from .hands import started_ms
-from .record import HandRecord, make_record
+from studroom.domain.hands import started_ms
+from studroom.domain.hand_record import HandRecord, make_record
 from .results import Result, results
 
 

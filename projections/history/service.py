@@ -17,7 +17,7 @@ from studroom.services.wire import subjects
 from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
 from studroom.services.wire.protocol import BAD_REQUEST, MAX_REQUEST_BYTES
 
-from .desk import HistoryDesk
+from .answers import HistoryDesk
 from .projector import Projector
 from .protocol import encode, refused
 

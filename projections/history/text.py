@@ -38,7 +38,7 @@ from studroom.domain.events import (
 from studroom.domain.games import GAMES
 
 from .hand_names import high_name, low_name
-from .record import HandRecord
+from studroom.domain.hand_record import HandRecord
 
 LANGUAGES: Final = ("en", "de")
 

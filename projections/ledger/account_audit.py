@@ -35,7 +35,7 @@ from studroom.domain.account import (
 
 from . import accounts
 from .account_entries import CashierBook, account_entries
-from .audit import BOOKS_VS_STORE, Difference, TableAudit, Transfer, mismatch
+from .table_audit import BOOKS_VS_STORE, Difference, TableAudit, Transfer, mismatch
 
 ACCOUNT: Final = "account"
 TRANSFER: Final = "transfer"

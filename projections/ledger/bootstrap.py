@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from studroom.services.runtime.arguments import positive_float, positive_int
-from studroom.services.runtime.logs import fields
+from studroom.services.runtime.observability.logs import fields
 from studroom.services.runtime.settings import Settings
 
 from .schema import LEDGER_SCHEMA
@@ -51,10 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from studroom.services.runtime import observe
-    from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
-    from studroom.services.runtime.lag import positions_poll
-    from studroom.services.runtime.metrics import counter
+    from studroom.services.runtime.processes import observe
+    from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
+    from studroom.services.store.lag import positions_poll
+    from studroom.services.runtime.observability.metrics import counter
 
     from .projector import Projector
 

@@ -26,7 +26,7 @@ from psycopg import sql
 
 from . import accounts
 from .account_audit import AccountAudit, transfers
-from .audit import Difference, TableAudit
+from .table_audit import Difference, TableAudit
 from .conservation import ChipCheck
 from .entries import CREDIT, DEPOSIT, WITHDRAWAL, Entry
 from .schema import LEDGER_SCHEMA

@@ -17,14 +17,14 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 from studroom.domain.events import TableEvent
-from studroom.services.cashier.books import CASHIER_SCHEMA
+from studroom.services.store.layout import CASHIER_SCHEMA
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.layout import STORE_SCHEMA_PREFIX, store_schemas
 from studroom.services.store.postgres import PostgresEventStore
 
 from .account_audit import AccountAudit
 from .account_entries import CashierBook, account_entries
-from .audit import TableAudit
+from .table_audit import TableAudit
 from .entries import Entry, TableBook, table_entries
 
 

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from studroom.services.runtime.arguments import MAX_REPLICAS, int_range, name
-from studroom.services.runtime.logs import fields
-from studroom.services.runtime.metrics import log_fields
+from studroom.services.runtime.observability.logs import fields
+from studroom.services.runtime.observability.metrics import log_fields
 from studroom.services.runtime.settings import Settings
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from studroom.services.runtime import observe
+    from studroom.services.runtime.processes import observe
 
     from .metrics import lobby_lag, lobby_metrics
     from .service import LobbyStats, default_instance_id
@@ -56,10 +56,10 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
                       on_ready: Callable[[LobbyService], object] | None = None) -> LobbyStats:
     """Run one lobby instance until ``stop`` is set (forever if None); its counters.
     ``on_ready(service)`` is called once it is made."""
-    from studroom.services.runtime import process
-    from studroom.services.runtime.credentials import credentials, masked_url
-    from studroom.services.runtime.embedded_nats import EmbeddedNats
-    from studroom.services.runtime.preflight import preflight
+    from studroom.services.runtime.processes import process
+    from studroom.services.runtime.processes.credentials import credentials, masked_url
+    from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
+    from studroom.services.runtime.processes.preflight import preflight
 
     from .metrics import lobby_metrics
     from .service import SENDER, LobbyService, LobbyStats, default_instance_id

@@ -18,8 +18,8 @@ from typing import Any, Final
 from nats.js.api import ConsumerConfig, KeyValueConfig, StorageType
 from studroom.services.wire import declared, subjects
 from studroom.services.wire.pull import shared_consumer
+from studroom.services.wire.subjects import LOBBY_BUCKET
 
-LOBBY_BUCKET: Final = "studroom_lobby"       # key = table id, value = a LobbyEntry (entry.py)
 CONSUMER_PREFIX: Final = "studroom_lobby_"   # + instance id: its consumer of STUDROOM_PUBLIC
 UNUSED_FOR: Final = 7 * 24 * 3600.0          # seconds: the public stream's retention (relay)
 MAX_ENTRY: Final = 32 * 1024                 # bytes of one entry: 8 seats, a hand, the hour take 2.5 kB, 5 kB

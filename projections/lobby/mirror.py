@@ -96,7 +96,7 @@ async def read_all(nc: Any) -> list[LobbyEntry]:
     lobby service's powers)."""
     import nats.js.errors
 
-    from .jetstream import LOBBY_BUCKET
+    from studroom.services.wire.subjects import LOBBY_BUCKET
 
     try:
         kv = await nc.jetstream().key_value(LOBBY_BUCKET)

@@ -14,12 +14,12 @@ from typing import IO, Any, Final
 
 import msgspec
 from studroom.domain.events import Event
-from studroom.services.players.messages import decode_event
+from studroom.services.client.messages import decode_event
 from studroom.services.wire import subjects
 from studroom.services.wire.door import identity_of
 
 from .entry import LobbyEntry, decode
-from .jetstream import LOBBY_BUCKET
+from studroom.services.wire.subjects import LOBBY_BUCKET
 from .lanes import VERSION_HEADER
 from .projection import apply
 from .queries import LobbyQuery, decode_answer, encode_query, matches

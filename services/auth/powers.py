@@ -13,11 +13,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from studroom.projections.lobby.jetstream import LOBBY_BUCKET
 
-from ..table.partitions import LEASE_BUCKET
 from ..wire import subjects
-from ..wire.dead_letters import DEAD_LETTER_BUCKET
+from ..wire.subjects import DEAD_LETTER_BUCKET, LEASE_BUCKET, LOBBY_BUCKET
 
 SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history", "ledger")
 DOOR = "-door"                  # a service's second identity: its connection that answers requests

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 
 from ..runtime.arguments import positive_float
-from ..runtime.logs import fields
+from ..runtime.observability.logs import fields
 from ..runtime.settings import Settings
 
 HELP = "the cashier: players' accounts, buy-ins to seats (a saga), cash-outs"
@@ -29,7 +29,7 @@ log = logging.getLogger("studroom.cashier")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .books import CASHIER_SCHEMA
+    from ..store.layout import CASHIER_SCHEMA
     from .cash_outs import CONSUMER
 
     parser.add_argument("--instance-id", default=None,
@@ -42,17 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from ..runtime import observe, process
-    from ..runtime.credentials import credentials
-    from ..runtime.preflight import preflight
-    from ..runtime.servers import servers
+    from ..runtime.processes import observe, process
+    from ..runtime.processes.credentials import credentials
+    from ..runtime.processes.preflight import preflight
+    from ..runtime.servers.external_or_embedded import servers
     from ..store.postgres import PostgresEventStore
-    from ..table.bootstrap import default_instance_id
     from .metrics import cashier_lag, cashier_metrics
     from .saga import SENDER
     from .service import CashierService
 
-    instance_id = args.instance_id or default_instance_id()
+    instance_id = args.instance_id or observe.default_instance()
     observer = observe.start(args, settings, "cashier", stop, instance=instance_id)
     observer.poll(cashier_lag(observer, args.consumer))
     service: CashierService | None = None

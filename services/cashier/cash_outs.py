@@ -21,7 +21,7 @@ from nats.js.api import ConsumerConfig
 from ..store.port import VersionConflict
 from ..wire import subjects
 from ..wire.pull import retry_later, shared_consumer
-from .books import Books
+from .account_store import Books
 from .saga import ATTEMPTS, now_ms
 
 log = logging.getLogger("studroom.cashier")

@@ -18,8 +18,8 @@ from studroom.domain.commands import BuyIn
 from studroom.domain.errors import DomainError
 from studroom.domain.views import TableView
 
-from ..players.client import TableClient
-from .books import Books
+from ..client.table import TableClient
+from .account_store import Books
 
 _NOT_OPENED = "door"        # a stand-in table command id: the account's check on a copy opens nothing
 

@@ -12,11 +12,11 @@ from studroom.domain.authority import Sender
 from studroom.domain.errors import DomainError
 from studroom.domain.names import check_name
 
-from ..players.client import Refused
+from ..client.table import Refused
 from ..store.port import VersionConflict
 from ..wire import protocol, subjects
-from .books import Books
-from .protocol import (
+from .account_store import Books
+from ..wire.cashier_protocol import (
     MOST_MOVEMENTS,
     Balance,
     BuyChips,

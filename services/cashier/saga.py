@@ -36,12 +36,12 @@ from studroom.domain.account import Account, Reservation
 from studroom.domain.commands import BuyIn
 from studroom.domain.errors import DUPLICATE_COMMAND, DomainError
 
-from ..players.client import TableClient
+from ..client.table import TableClient
 from ..store.port import VersionConflict
 from ..wire import protocol
 from . import door
-from .books import Books
-from .protocol import Outcome
+from .account_store import Books
+from ..wire.cashier_protocol import Outcome
 
 log = logging.getLogger("studroom.cashier")
 

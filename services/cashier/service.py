@@ -18,15 +18,15 @@ from typing import Any
 import nats.errors
 import nats.js.errors
 
-from ..players.client import TableClient
+from ..client.table import TableClient
 from ..store.port import EventStore
-from ..timer.streams import ensure_consumer, wait_for_stream
+from ..wire.declared import ensure_consumer, wait_for_stream
 from ..wire import subjects
 from ..wire.door import Door, identified
 from ..wire.pull import PullLoop
-from .books import Books
+from .account_store import Books
 from .cash_outs import CONSUMER, CashOuts, consumer_config
-from .protocol import encode
+from ..wire.cashier_protocol import encode
 from .recovery import Recovery
 from .requests import Requests
 from .saga import SENDER, TAKEOVER_MS, BuyInSaga, Step

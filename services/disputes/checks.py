@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 import msgspec
 from studroom.domain.audit import HandAudit, audit_hand
 from studroom.domain.events import Event
-from studroom.projections.history.hands import HandSpan, config_of, started_ms
+from studroom.domain.hands import HandSpan, config_of, started_ms
 
 from .rerun import Difference, Rerunner, Step
 

@@ -60,7 +60,7 @@ from studroom.domain.events import (
 )
 from studroom.domain.games import GAMES
 from studroom.domain.table import Table
-from studroom.projections.history.hands import turn_clock
+from studroom.domain.hands import turn_clock
 
 ROLES = ("player", "operator", "service")
 

@@ -43,9 +43,9 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.domain.games import GAMES
-from studroom.projections.history.hands import config_of, turn_clock
-from studroom.projections.history.record import seated_before
-from studroom.projections.history.seen import seen_by
+from studroom.domain.hands import config_of, turn_clock
+from studroom.domain.hand_record import seated_before
+from studroom.domain.seen import seen_by
 
 from .checks import HandCheck
 from .differences import describe, fields_that_differ

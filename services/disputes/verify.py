@@ -1,6 +1,6 @@
 """``studroom verify``: every finished hand of a period, checked (checks.py).
 
-A hand's time is the clock of its first turn (projections/history/hands.py); a hand
+A hand's time is the clock of its first turn (domain/hands.py); a hand
 that opened no turn (every player all-in from the antes) takes the time of the hand
 before it.  Periods are days or instants in UTC, both ends included.
 """
@@ -12,7 +12,7 @@ from datetime import UTC, datetime, time, timedelta
 
 import msgspec
 from studroom.domain.events import Event
-from studroom.projections.history.hands import HandSpan, config_of, spans, started_ms
+from studroom.domain.hands import HandSpan, config_of, spans, started_ms
 
 from .checks import HandCheck, check_table
 

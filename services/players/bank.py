@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from ..cashier.client import CashierClient
+from ..client.cashier import CashierClient
 from ..wire.protocol import Reply
 
 Bank = Callable[[str, int, int], Awaitable[Reply]]

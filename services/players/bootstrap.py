@@ -16,9 +16,9 @@ import logging
 import random
 from pathlib import Path
 
-from ..runtime import process
+from ..runtime.processes import process
 from ..runtime.arguments import name, non_negative_int
-from ..runtime.credentials import credentials
+from ..runtime.processes.credentials import credentials
 from ..runtime.settings import Settings
 
 HELP = "one bot player at one table (random legal moves)"
@@ -53,10 +53,10 @@ def nats_url(settings: Settings) -> str:
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     """Play one seat until ``stop`` is set; then give the seat up."""
-    from ..cashier.client import CashierClient
+    from ..client.cashier import CashierClient
     from .bank import CashierBank
     from .bot import Bot
-    from .client import TableClient
+    from ..client.table import TableClient
 
     url = nats_url(settings)
     async with contextlib.AsyncExitStack() as stack:

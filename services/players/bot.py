@@ -61,9 +61,9 @@ from studroom.domain.views import TableView
 from ..wire import protocol, subjects
 from ..wire.protocol import Reply
 from .bank import Bank
-from .client import TableClient
+from ..client.table import TableClient
 from .decisions import Decisions
-from .messages import Received, decode_event
+from ..client.messages import Received, decode_event
 from .stats import BAD_MESSAGE, BotStats
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..runtime.stats import percentile
+from ..runtime.observability.stats import percentile
 
 LATENCY_SAMPLES: Final = 200_000
 

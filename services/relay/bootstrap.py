@@ -17,7 +17,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from ..runtime.arguments import MAX_REPLICAS, int_range, positive_float, positive_int
-from ..runtime.logs import fields
+from ..runtime.observability.logs import fields
 from ..runtime.settings import Settings
 from ..store.layout import store_schemas
 from ..wire import subjects
@@ -59,7 +59,7 @@ def relay_config(args: argparse.Namespace) -> RelayConfig:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from ..runtime import observe
+    from ..runtime.processes import observe
     from .metrics import relay_backlog, relay_metrics
 
     observer = observe.start(args, settings, "relay", stop)
@@ -89,9 +89,9 @@ async def serve_relay(
     ``stop`` is set (or the task is cancelled), as the service "relay". Returns the
     relay (its stats). ``layout``: the number of stores the installation must have
     recorded (``--stores``; None when the schemas were named one by one)."""
-    from ..runtime.credentials import credentials
-    from ..runtime.preflight import preflight_url
-    from ..runtime.servers import servers
+    from ..runtime.processes.credentials import credentials
+    from ..runtime.processes.preflight import preflight_url
+    from ..runtime.servers.external_or_embedded import servers
     from ..store.layout import check_recorded_layout
     from .relay import Relay
     from .store_relay import StoreRelay

@@ -7,7 +7,7 @@ import asyncio
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from ..runtime.metrics import Collect, Metric, Poll, by_label
+from ..runtime.observability.metrics import Collect, Metric, Poll, by_label
 
 if TYPE_CHECKING:
     from .relay import Relay

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import nats.errors
-from ..runtime import process
+from ..runtime.processes import process
 from ..wire import subjects
 from ..wire.dead_letters import DeadLetters, open_bucket
 from .bus import bus, pause, raise_if_cancelled

@@ -18,13 +18,13 @@ from studroom.domain import errors
 from studroom.domain.commands import OpenTable
 
 from ..auth.authority import Authority
-from ..cashier.client import CashierClient
+from ..client.cashier import CashierClient
 from ..players.bank import CashierBank
 from ..players.bot import Bot
-from ..players.client import TableClient
-from ..players.messages import decode_event
+from ..client.table import TableClient
+from ..client.messages import decode_event
 from ..players.stats import BAD_MESSAGE, BotStats
-from ..runtime import process
+from ..runtime.processes import process
 from ..wire import protocol, subjects
 from .plans import TablePlan
 

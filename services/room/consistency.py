@@ -22,7 +22,7 @@ from studroom.domain import views
 from studroom.domain.events import Event
 from studroom.projections.ledger.conservation import TableChips
 
-from ..players.messages import decode_event
+from ..client.messages import decode_event
 from ..store.inspect import open_stores
 from ..store.layout import store_of_table
 from ..wire import subjects

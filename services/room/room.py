@@ -32,15 +32,15 @@ from studroom.projections.ledger.conservation import ChipCheck
 from studroom.projections.ledger.room_check import chip_check
 
 from ..auth.authority import Authority, room_authority
-from ..auth.warden import watching
-from ..runtime import process
+from ..warden.connections import watching
+from ..runtime.processes import process
 from ..runtime.arguments import one_line
-from ..runtime.credentials import masked_url
-from ..runtime.preflight import preflight_url
-from ..runtime.servers import servers
+from ..runtime.processes.credentials import masked_url
+from ..runtime.processes.preflight import preflight_url
+from ..runtime.servers.external_or_embedded import servers
 from ..runtime.settings import Settings
-from ..runtime.stats import percentile
-from ..runtime.supervisor import Services, child_env
+from ..runtime.observability.stats import percentile
+from ..runtime.processes.supervisor import Services, child_env
 from ..store.inspect import events_stored, load_tables
 from ..store.layout import LayoutMismatch, check_recorded_layout, store_schemas
 from ..wire.declared import Refused
@@ -57,7 +57,7 @@ OPENING_AT_LEAST = 30.0
 
 @dataclass
 class RoomOptions:
-    """What ``studroom room`` was asked for (its options and defaults: services/cli.py)."""
+    """What ``studroom room`` was asked for (its options and defaults: services/cli/main.py)."""
 
     tables: int
     bots_per_table: int

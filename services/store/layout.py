@@ -15,6 +15,7 @@ from ..wire import subjects
 from ..wire.declared import Refused
 from ..wire.partitioning import partition_of
 
+CASHIER_SCHEMA = "studroom_cashier"     # the cashier's event store: one stream per account
 STORE_SCHEMA_PREFIX = "studroom_p"
 
 

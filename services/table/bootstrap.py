@@ -11,12 +11,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
-import re
-import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..runtime.processes.observe import default_instance
 from ..runtime.arguments import (
     MAX_REPLICAS,
     int_range,
@@ -53,10 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from ..runtime import observe
+    from ..runtime.processes import observe
     from .metrics import table_metrics
 
-    args.instance_id = args.instance_id or default_instance_id()
+    args.instance_id = args.instance_id or default_instance()
     observer = observe.start(args, settings, "table", stop)
 
     def ready(service: TableService) -> None:
@@ -71,11 +69,6 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         lease_bucket=args.lease_bucket, schema_prefix=args.schema_prefix, on_ready=ready,
         replicas=args.replicas,
     )
-
-
-def default_instance_id() -> str:
-    raw = f"{socket.gethostname()}-{os.getpid()}"
-    return re.sub(r"[^A-Za-z0-9_-]", "-", raw)[-64:]
 
 
 async def serve_table(
@@ -99,16 +92,16 @@ async def serve_table(
     mapping and ``stores`` must be the same for every instance of an installation:
     tables live in schema ``{schema_prefix}{partition % stores}``.
     """
-    from ..runtime import process
-    from ..runtime.credentials import credentials
-    from ..runtime.preflight import preflight
-    from ..runtime.servers import servers
+    from ..runtime.processes import process
+    from ..runtime.processes.credentials import credentials
+    from ..runtime.processes.preflight import preflight
+    from ..runtime.servers.external_or_embedded import servers
     from ..store.layout import check_recorded_layout
     from ..store.postgres import PostgresEventStore
     from .service import TableService
 
     stop = stop or asyncio.Event()
-    instance_id = instance_id or default_instance_id()
+    instance_id = instance_id or default_instance()
     with contextlib.ExitStack() as stack:
         nats_url, database_url = stack.enter_context(servers(settings))
         await asyncio.to_thread(check_recorded_layout, database_url, stores, schema_prefix)

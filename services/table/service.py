@@ -22,7 +22,7 @@ import msgspec
 
 from studroom.domain.authority import Sender
 
-from ..runtime.logs import fields
+from ..runtime.observability.logs import fields
 from ..store.layout import store_index
 from ..store.port import EventStore
 from ..wire import subjects

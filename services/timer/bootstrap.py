@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..runtime.arguments import MAX_REPLICAS, int_range, non_negative_float
-from ..runtime.logs import fields
-from ..runtime.metrics import log_fields
+from ..runtime.observability.logs import fields
+from ..runtime.observability.metrics import log_fields
 from ..runtime.settings import Settings
 from .metrics import timer_metrics
 
@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
-    from ..runtime import observe
+    from ..runtime.processes import observe
     from .service import TimerStats
 
     stats = TimerStats()
@@ -60,7 +60,7 @@ async def serve_timer(
     stats: TimerStats | None = None,
 ) -> TimerStats:
     """Run one timer-service instance until ``stop`` is set (forever if None); its counters."""
-    from ..runtime.credentials import credentials
+    from ..runtime.processes.credentials import credentials
     from .service import SENDER, TimerStats
 
     stop = stop if stop is not None else asyncio.Event()
@@ -69,7 +69,7 @@ async def serve_timer(
     if settings.nats_url is not None:
         await _serve(settings.nats_url, creds, instance_id, stop, replicas, stats_every, stats)
         return stats
-    from ..runtime.embedded_nats import EmbeddedNats
+    from ..runtime.servers.embedded_nats import EmbeddedNats
 
     embedded = EmbeddedNats(settings.data_dir)
     await asyncio.to_thread(embedded.start)
@@ -87,9 +87,9 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
     import nats.errors
     import nats.js.errors
 
-    from ..runtime import process
-    from ..runtime.credentials import masked_url
-    from ..runtime.preflight import preflight
+    from ..runtime.processes import process
+    from ..runtime.processes.credentials import masked_url
+    from ..runtime.processes.preflight import preflight
     from .service import SENDER, TimerService
 
     service: TimerService | None = None

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..runtime.metrics import Collect, Metric, by_label, counter
-from ..runtime.stats import percentile
+from ..runtime.observability.metrics import Collect, Metric, by_label, counter
+from ..runtime.observability.stats import percentile
 
 if TYPE_CHECKING:
     from .service import TimerStats

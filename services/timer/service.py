@@ -42,8 +42,8 @@ from .streams import (
     ensure_timer_stream,
     fires_consumer_config,
     turns_consumer_config,
-    wait_for_stream,
 )
+from ..wire.declared import wait_for_stream
 
 log = logging.getLogger("studroom.timer")
 
@@ -125,10 +125,10 @@ class TimerStats:
 
 
 def table_client(nc: Any, retry_for: float = 2.0) -> Any:
-    """A :class:`~studroom.services.players.client.TableClient` of the service "timer"
+    """A :class:`~studroom.services.client.table.TableClient` of the service "timer"
     (its commands carry the client's sequence ids) that retries a busy or moving table
     only briefly: longer outages are the fire consumer's redelivery's job."""
-    from ..players.client import TableClient
+    from ..client.table import TableClient
 
     return TableClient(nc, "service", SENDER, retry_for=retry_for)
 

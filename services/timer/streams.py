@@ -6,12 +6,9 @@ See docs/design/timer.md.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
-import nats.errors
-import nats.js.errors
 from nats.js.api import (
     ConsumerConfig,
     RetentionPolicy,
@@ -24,7 +21,7 @@ from ..wire.declared import Refused, ensure_consumer, ensure_stream
 from ..wire.pull import shared_consumer
 
 __all__ = ["FIRES_CONSUMER", "TURNS_CONSUMER", "ensure_consumer", "ensure_timer_stream", "fires_consumer_config",
-           "timer_stream_config", "turns_consumer_config", "wait_for_stream"]
+           "timer_stream_config", "turns_consumer_config"]
 
 log = logging.getLogger("studroom.timer")
 
@@ -72,20 +69,3 @@ def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:
 def fires_consumer_config(ack_wait: float = 10.0) -> ConsumerConfig:
     return shared_consumer(FIRES_CONSUMER, subjects.all_timer_fires(), ack_wait,
                            "studroom timer service: fired turn timers -> Timeout commands")
-
-
-async def wait_for_stream(js: Any, stream: str, stop: asyncio.Event | None, poll: float = 0.5) -> bool:
-    """Wait until ``stream`` exists (the relay creates ``STUDROOM_PUBLIC``)."""
-    said = False
-    while stop is None or not stop.is_set():
-        try:
-            await js.stream_info(stream)
-            return True
-        except nats.js.errors.NotFoundError:
-            if not said:
-                log.info("waiting for stream %s (the relay creates it)", stream)
-                said = True
-        except (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.errors.ConnectionClosedError):
-            pass
-        await asyncio.sleep(poll)
-    return False

@@ -6,9 +6,11 @@ and any number of instances may declare at once.  docs/design/operations-checks.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
+import nats.errors
 import nats.js.errors
 from nats.js.api import ConsumerConfig, DiscardPolicy, KeyValueConfig, StreamConfig
 
@@ -23,6 +25,8 @@ UPDATED_FIELDS = ("max_age", "max_bytes", "max_msg_size", "discard", "duplicate_
 FIXED_FIELDS = ("storage", "retention")
 
 CREATED, UPDATED, UNCHANGED = "created", "updated", "unchanged"
+
+MIN_NATS_VERSION = (2, 12, 0)     # JetStream message schedules (the timers' stream)
 
 
 class Refused(SystemExit):
@@ -122,3 +126,20 @@ async def ensure_bucket(js: Any, bucket: KeyValueConfig, discard: DiscardPolicy 
             kv = await js.key_value(bucket.bucket)       # another instance won
     await ensure_limits(js, bucket_limits(bucket, discard))
     return kv
+
+
+async def wait_for_stream(js: Any, stream: str, stop: asyncio.Event | None, poll: float = 0.5) -> bool:
+    """Wait until ``stream`` exists (the relay creates ``STUDROOM_PUBLIC``)."""
+    said = False
+    while stop is None or not stop.is_set():
+        try:
+            await js.stream_info(stream)
+            return True
+        except nats.js.errors.NotFoundError:
+            if not said:
+                log.info("waiting for stream %s (the relay creates it)", stream)
+                said = True
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.errors.ConnectionClosedError):
+            pass
+        await asyncio.sleep(poll)
+    return False

@@ -198,6 +198,15 @@ history_requests, all_history_requests, history_sender = HISTORY.of, HISTORY.eve
 # The relay (services/relay/)
 
 RELAY_BUCKET = "studroom_relay"       # JetStream KV: one position record per event store
+DEAD_LETTER_BUCKET = "studroom_dead_letters"   # JetStream KV: one record per message set aside (wire/dead_letters.py)
+
+# The table service's partition leases (services/table/partitions.py)
+
+LEASE_BUCKET = "studroom_leases"      # JetStream KV: key = partition, value = the instance holding it
+
+# The lobby's entries (projections/lobby/)
+
+LOBBY_BUCKET = "studroom_lobby"       # JetStream KV: key = table id, value = a LobbyEntry (entry.py)
 
 
 def relay_nudge(store: str) -> str:
@@ -230,7 +239,7 @@ def all_timer_fires() -> str:
     return f"{PREFIX}.timer.fire.*"
 
 
-# Discovery and health (services/runtime/observe.py)
+# Discovery and health (services/runtime/processes/observe.py)
 
 HEALTH = Desk(f"{PREFIX}.health.*", ("operator",), "a service's health")   # one instance answers
 HEALTH_ROLES = HEALTH.roles

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import ssl
 import subprocess
@@ -19,8 +18,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from studroom.services.runtime.embedded_nats import nats_server_binary
-from studroom.services.runtime.server_process import free_port
+from studroom.services.runtime.servers.embedded_nats import nats_server_binary
+from studroom.services.runtime.servers.server_process import free_port
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ROUTE_PASSWORD = "route-secret-for-the-test"

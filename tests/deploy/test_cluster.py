@@ -37,12 +37,12 @@ from studroom.domain.events import HandStarted
 from studroom.services.auth.authority import Authority
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import plan_tables, table_ids
-from studroom.services.runtime import process
+from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import DATABASE_URL_VAR, NATS_CA_VAR
-from studroom.services.runtime.supervisor import Services, child_env
+from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.store.inspect import load_tables
 from studroom.services.store.layout import store_schemas
-from studroom.services.table.partitions import LEASE_BUCKET
+from studroom.services.wire.subjects import LEASE_BUCKET
 from studroom.services.wire import subjects
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

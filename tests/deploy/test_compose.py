@@ -19,8 +19,8 @@ import pytest
 import yaml
 from nats_nodes import DEPLOY, route_env
 from studroom.services.auth.powers import IDENTITIES
-from studroom.services.cli import build_parser
-from studroom.services.runtime.embedded_nats import nats_server_binary
+from studroom.services.cli.main import build_parser
+from studroom.services.runtime.servers.embedded_nats import nats_server_binary
 from test_systemd_units import REPLICATED, SERVED
 
 NODES = ("nats-1", "nats-2", "nats-3")

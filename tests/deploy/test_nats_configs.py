@@ -21,11 +21,11 @@ import pytest
 from nats_nodes import DEPLOY, Server, ca_of, node, route_env, running, studroom_cli
 from studroom.services.auth import jwt, terms
 from studroom.services.auth.authority import Authority
-from studroom.services.auth.warden import watching
+from studroom.services.warden.connections import watching
 from studroom.services.auth.powers import IDENTITIES, SERVICES
-from studroom.services.runtime import process
-from studroom.services.runtime.embedded_nats import nats_server_binary
-from studroom.services.runtime.server_process import free_port
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.servers.embedded_nats import nats_server_binary
+from studroom.services.runtime.servers.server_process import free_port
 from studroom.services.runtime.settings import NATS_CA_VAR
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from nats_nodes import DEPLOY
-from studroom.services.runtime.embedded_postgres import (
+from studroom.services.runtime.servers.embedded_postgres import (
     EmbeddedPostgres,
     postgres_bin_dir,
 )

@@ -15,8 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from nats_nodes import DEPLOY
-from studroom.services.cli import SERVICES, build_parser
-from studroom.services.runtime.embedded_nats import nats_server_binary
+from studroom.services.cli.main import SERVICES, build_parser
+from studroom.services.runtime.servers.embedded_nats import nats_server_binary
 
 UNITS = DEPLOY / "systemd"
 INSTALLED_STUDROOM = "/opt/studroom/venv/bin/studroom"

@@ -1,4 +1,4 @@
-"""Reconciliation's audit (projections/ledger/audit.py, account_audit.py): the books
+"""Reconciliation's audit (projections/ledger/table_audit.py, account_audit.py): the books
 beside the stored events and the domain's own results, pure (no database).  A clean
 room has no difference; every planted one is found and named where it happened."""
 
@@ -18,7 +18,7 @@ from studroom.projections.ledger.account_audit import (
     transfers,
 )
 from studroom.projections.ledger.account_entries import CashierBook, account_entries
-from studroom.projections.ledger.audit import (
+from studroom.projections.ledger.table_audit import (
     BOOKS_VS_STORE,
     HAND,
     Difference,
@@ -26,7 +26,7 @@ from studroom.projections.ledger.audit import (
 )
 from studroom.projections.ledger.entries import TableBook, table_entries
 from studroom.projections.ledger.reconcile import Scope
-from studroom.services.bench.ledger import simulated_room
+from studroom.tools.bench.ledger import simulated_room
 
 Tamper = Callable[[str, int, list], list]
 

@@ -21,7 +21,7 @@ import pytest
 from psycopg import sql
 from studroom.domain.events import HandEnded, TableEvent
 from studroom.projections.ledger import schema
-from studroom.projections.ledger.audit import BOOKS_VS_STORE, HAND
+from studroom.projections.ledger.table_audit import BOOKS_VS_STORE, HAND
 from studroom.projections.ledger.bootstrap import KILL_AT_VAR
 from studroom.projections.ledger.entries import (
     BUY_IN,
@@ -33,8 +33,8 @@ from studroom.projections.ledger.entries import (
 from studroom.projections.ledger.projector import Projector
 from studroom.projections.ledger.reconcile import Scope, reconcile
 from studroom.projections.ledger.sources import Source, cashier_source, table_sources
-from studroom.services.bench.ledger import store_room
-from studroom.services.cli import main
+from studroom.tools.bench.ledger import store_room
+from studroom.services.cli.main import main
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
 

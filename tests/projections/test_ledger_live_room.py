@@ -17,14 +17,14 @@ import pytest
 from studroom.projections.ledger.reconcile import reconcile
 from studroom.projections.ledger.schema import LEDGER_SCHEMA
 from studroom.projections.ledger.sources import all_sources
-from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
+from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
     NATS_CREDS_VAR,
     NATS_URL_VAR,
 )
-from studroom.services.runtime.stats import percentile
+from studroom.services.runtime.observability.stats import percentile
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from studroom.projections.ledger.audit import BOOKS_VS_STORE, Difference
+from studroom.projections.ledger.table_audit import BOOKS_VS_STORE, Difference
 from studroom.projections.ledger.reconcile import Line, Reconciliation
 from studroom.projections.ledger.reconcile_text import render_reconciliation
 from studroom.projections.ledger.sources import CASHIER_SCHEMA, cashier_source

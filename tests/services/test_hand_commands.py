@@ -1,4 +1,4 @@
-"""`studroom hand play` and `studroom hand audit` (services/cli.py) as a person runs
+"""`studroom hand play` and `studroom hand audit` (services/cli/main.py) as a person runs
 them: a missing file or bad JSON is one line on stderr and exit code 2, never a
 traceback; an audit passes an honest table's stream and fails a tampered one."""
 

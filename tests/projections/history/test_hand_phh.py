@@ -15,8 +15,8 @@ from studroom.domain.config import Rake
 from studroom.domain.events import Event
 from studroom.domain.simulate import new_table, play_hand, top_up
 from studroom.projections.history import phh
-from studroom.projections.history.hands import spans
-from studroom.projections.history.record import record_from_stream
+from studroom.domain.hands import spans
+from studroom.domain.hand_record import record_from_stream
 
 pokerkit = pytest.importorskip("pokerkit")
 

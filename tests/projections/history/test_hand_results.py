@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from studroom.domain.config import Rake
 from studroom.domain.events import AntesCollected, HandEnded, PotAwarded
 from studroom.domain.simulate import new_table, play_hand, top_up
-from studroom.projections.history.hands import spans
+from studroom.domain.hands import spans
 from studroom.projections.history.results import apportion, results
 
 

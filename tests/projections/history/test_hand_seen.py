@@ -16,8 +16,8 @@ from studroom.domain.events import (
     ShowdownStarted,
 )
 from studroom.domain.simulate import new_table, play_hand, top_up
-from studroom.projections.history.hands import spans
-from studroom.projections.history.seen import seen_by
+from studroom.domain.hands import spans
+from studroom.domain.seen import seen_by
 
 
 def _hands(game: str, players: int, count: int, seed: int) -> Iterator[list[Event]]:

@@ -18,7 +18,7 @@ from studroom.domain.config import TableConfig
 from studroom.domain.events import HandCancelled, HandEnded, HandStarted, TurnStarted
 from studroom.domain.simulate import STAKES, new_table, play_hand
 from studroom.domain.table import Table
-from studroom.projections.history.hands import (
+from studroom.domain.hands import (
     NoSuchHand,
     config_of,
     find,

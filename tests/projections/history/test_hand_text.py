@@ -12,8 +12,8 @@ from studroom.domain.events import Announced, Event
 from studroom.domain.simulate import STAKES, new_table, play_hand
 from studroom.domain.table import Table
 from studroom.projections.history.hand_names import high_name, low_name
-from studroom.projections.history.hands import find, spans
-from studroom.projections.history.record import record_from_stream
+from studroom.domain.hands import find, spans
+from studroom.domain.hand_record import record_from_stream
 from studroom.projections.history.text import render
 
 START_MS = 1_764_601_200_000          # 2025-12-01 15:00:00 UTC

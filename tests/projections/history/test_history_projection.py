@@ -15,12 +15,12 @@ import pytest
 from psycopg import sql
 from studroom.domain.events import Event
 from studroom.projections.history import queries
-from studroom.projections.history.hands import spans
+from studroom.domain.hands import spans
 from studroom.projections.history.projector import Projector
-from studroom.projections.history.record import HandRecord, make_record, seated_before
+from studroom.domain.hand_record import HandRecord, make_record, seated_before
 from studroom.projections.history.results import results
 from studroom.projections.history.schema import drop
-from studroom.services.bench.history import PlayedTable
+from studroom.tools.bench.history import PlayedTable
 from studroom.services.store.layout import store_of_table, store_schema
 from studroom.services.store.postgres import PostgresEventStore
 

@@ -18,13 +18,13 @@ from psycopg import sql
 from studroom.domain.errors import FORBIDDEN
 from studroom.domain.events import Event
 from studroom.projections.history import protocol
-from studroom.projections.history.desk import HistoryDesk
-from studroom.projections.history.hands import spans
+from studroom.projections.history.answers import HistoryDesk
+from studroom.domain.hands import spans
 from studroom.projections.history.projector import Projector
 from studroom.projections.history.protocol import Hand, Hands, HistoryReply, Sessions
 from studroom.projections.history.results import results
 from studroom.projections.history.service import HistoryService
-from studroom.services.bench.history import PlayedTable
+from studroom.tools.bench.history import PlayedTable
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.wire import subjects
 from studroom.services.wire.protocol import BAD_REQUEST, UNKNOWN_HAND

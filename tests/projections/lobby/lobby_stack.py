@@ -40,16 +40,16 @@ from studroom.domain.events import (
 from studroom.domain.simulate import STAKES
 from studroom.domain.table import Table
 from studroom.projections.lobby.entry import LobbyEntry, decode
-from studroom.projections.lobby.jetstream import LOBBY_BUCKET
+from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.projection import from_view
 from studroom.services.auth.authority import Authority
-from studroom.services.bench.lobby import lags_ms
+from studroom.tools.bench.lobby import lags_ms
 from studroom.services.players.bot import Bot
-from studroom.services.players.client import TableClient
-from studroom.services.runtime import process
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.client.table import TableClient
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import NATS_CREDS_VAR
-from studroom.services.runtime.supervisor import SERVE, Services, child_env
+from studroom.services.runtime.processes.supervisor import SERVE, Services, child_env
 from studroom.services.store.inspect import load_tables
 from studroom.services.store.layout import store_schemas
 from studroom.services.wire import subjects

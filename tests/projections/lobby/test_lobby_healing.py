@@ -24,7 +24,7 @@ import pytest
 from lobby_stack import Players, Stack, until
 from studroom.domain.events import TableEvent
 from studroom.projections.lobby.entry import LobbyEntry, decode, encode
-from studroom.projections.lobby.jetstream import LOBBY_BUCKET
+from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.ordering import Place, place
 from studroom.projections.lobby.projection import apply
 from studroom.projections.lobby.stream import VERSION_HEADER

@@ -49,7 +49,8 @@ from lobby_stack import (
 from secrecy import watching
 from studroom.domain.errors import UNKNOWN_GAME
 from studroom.domain.events import TimedOut
-from studroom.projections.lobby.jetstream import LOBBY_BUCKET, consumer_name
+from studroom.projections.lobby.jetstream import consumer_name
+from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.queries import LobbyQuery, decode_answer, encode_query
 from studroom.projections.lobby.watching import LobbyUnavailable, ask
 from studroom.services.runtime.settings import (
@@ -58,7 +59,7 @@ from studroom.services.runtime.settings import (
     NATS_CREDS_VAR,
     NATS_URL_VAR,
 )
-from studroom.services.runtime.stats import percentile
+from studroom.services.runtime.observability.stats import percentile
 from studroom.services.wire import protocol, subjects
 from studroom.services.wire.door import identity_of
 

@@ -14,10 +14,11 @@ from typing import Any
 import nats
 import nats.errors
 import pytest
-from studroom.services.auth import jwt, revocation, terms
+from studroom.services.auth import jwt, terms
+from studroom.services.warden import revocation
 from studroom.services.auth.authority import Authority
-from studroom.services.runtime import process
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.wire import subjects
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -12,8 +12,8 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from studroom.services.auth import tls
-from studroom.services.cli import main
-from studroom.services.runtime.process import tls_options
+from studroom.services.cli.main import main
+from studroom.services.runtime.processes.process import tls_options
 
 
 def _mode(path: Path) -> str:

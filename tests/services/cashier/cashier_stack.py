@@ -21,13 +21,13 @@ from studroom.domain.config import TableConfig
 from studroom.domain.events import ChipsBought, Event, PlayerLeft, TableEvent
 from studroom.domain.simulate import STAKES
 from studroom.services.auth.authority import Authority
-from studroom.services.cashier.client import CashierClient
-from studroom.services.cashier.desk import DeskEventType
-from studroom.services.players.client import TableClient
-from studroom.services.runtime import process
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.client.cashier import CashierClient
+from studroom.services.cashier.retired_desks import DeskEventType
+from studroom.services.client.table import TableClient
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import NATS_CREDS_VAR
-from studroom.services.runtime.supervisor import SERVE, Services, child_env
+from studroom.services.runtime.processes.supervisor import SERVE, Services, child_env
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
 

@@ -5,7 +5,7 @@ another instance only after the take-over time); desks of old stores are passed 
 from __future__ import annotations
 
 from studroom.domain.account import BuyInClaimed, BuyInConfirmed, BuyInRefunded, BuyInReserved
-from studroom.services.cashier.desk import BuyInOpened
+from studroom.services.cashier.retired_desks import BuyInOpened
 from studroom.services.cashier.recovery import OpenBuyIns
 from studroom.services.store.port import Notification
 

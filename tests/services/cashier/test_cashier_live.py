@@ -32,7 +32,7 @@ from studroom.domain.errors import (
     INSUFFICIENT_FUNDS,
     OVER_MAX_BUY_IN,
 )
-from studroom.services.cashier.protocol import BuyChips, Deposit
+from studroom.services.wire.cashier_protocol import BuyChips, Deposit
 from studroom.services.runtime.settings import NATS_CREDS_VAR
 from studroom.services.wire import protocol, subjects
 

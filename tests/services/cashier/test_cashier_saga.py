@@ -22,10 +22,10 @@ from studroom.domain.events import ChipsBought
 from studroom.domain.simulate import STAKES
 from studroom.domain.table import Table
 from studroom.domain.views import table_view
-from studroom.services.cashier.books import Books
+from studroom.services.cashier.account_store import Books
 from studroom.services.cashier.recovery import Recovery
 from studroom.services.cashier.saga import Busy, BuyInSaga
-from studroom.services.players.client import Refused, TableClient
+from studroom.services.client.table import Refused, TableClient
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.wire import protocol
 

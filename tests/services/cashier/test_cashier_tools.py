@@ -1,4 +1,4 @@
-"""``studroom cashier ...`` (services/cashier/tools.py) without servers: the commands
+"""``studroom cashier ...`` (services/cli/cashier.py) without servers: the commands
 parse, and an account's movements print as a statement (text and CSV) whose running
 balance is the account's."""
 
@@ -9,8 +9,8 @@ import csv
 import io
 
 from studroom.domain.account import Account
-from studroom.services.cashier.protocol import CashierReply, Movement
-from studroom.services.cashier.tools import (
+from studroom.services.wire.cashier_protocol import CashierReply, Movement
+from studroom.services.cli.cashier import (
     HEADER,
     _print_movements,
     add_commands,

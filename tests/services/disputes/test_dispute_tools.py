@@ -17,11 +17,11 @@ import psycopg
 import pytest
 from psycopg import sql
 from studroom.domain.events import Acted, CardsDealt, Event
-from studroom.projections.history.hands import spans
-from studroom.services.bench.history import PlayedTable
-from studroom.services.cli import main
-from studroom.services.disputes.records import running_postgres
-from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
+from studroom.domain.hands import spans
+from studroom.tools.bench.history import PlayedTable
+from studroom.services.cli.main import main
+from studroom.services.disputes.stored_events import running_postgres
+from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.store.layout import store_of_table, store_schema
 from studroom.services.store.postgres import PostgresEventStore
 

@@ -18,8 +18,8 @@ from studroom.domain.events import (
     HandStarted,
     PotAwarded,
 )
-from studroom.projections.history.hands import HandSpan, spans
-from studroom.services.bench.history import PlayedTable
+from studroom.domain.hands import HandSpan, spans
+from studroom.tools.bench.history import PlayedTable
 from studroom.services.disputes.checks import check_hand, check_table
 
 

@@ -17,8 +17,8 @@ from studroom.domain.events import (
     ShowdownStarted,
     TimedOut,
 )
-from studroom.projections.history.hands import HandSpan, spans
-from studroom.services.bench.history import PlayedTable
+from studroom.domain.hands import HandSpan, spans
+from studroom.tools.bench.history import PlayedTable
 from studroom.services.disputes.checks import check_hand
 from studroom.services.disputes.timeline import render
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 from studroom.domain.events import Acted
-from studroom.projections.history.hands import config_of, spans, started_ms
-from studroom.services.bench.history import START_MS, PlayedTable
+from studroom.domain.hands import config_of, spans, started_ms
+from studroom.tools.bench.history import START_MS, PlayedTable
 from studroom.services.disputes.verify import (
     Period,
     hands_in,

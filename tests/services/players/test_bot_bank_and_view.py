@@ -17,11 +17,11 @@ from studroom.domain.config import TableConfig
 from studroom.domain.events import TurnStarted
 from studroom.domain.simulate import STAKES
 from studroom.domain.views import SeatView, TableView
-from studroom.services.cashier import protocol as cashier_protocol
-from studroom.services.cashier.client import CashierClient
+from studroom.services.wire import cashier_protocol
+from studroom.services.client.cashier import CashierClient
 from studroom.services.players.bank import CashierBank
 from studroom.services.players.bot import Bot
-from studroom.services.players.client import TableClient
+from studroom.services.client.table import TableClient
 from studroom.services.wire import protocol, subjects
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=STAKES)

@@ -30,7 +30,7 @@ from studroom.domain.table import Table
 from studroom.services.relay.bootstrap import serve_relay
 from studroom.services.relay.config import RelayConfig
 from studroom.services.relay.relay import Relay
-from studroom.services.runtime import process
+from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import Settings
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.wire import subjects

@@ -26,7 +26,7 @@ import pytest
 from relay_stack import SCHEMAS, Monitor, Writer, audit, start_relay
 from studroom.services.relay.config import RelayConfig
 from studroom.services.relay.relay import Relay
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.wire import subjects
 

@@ -30,9 +30,9 @@ from studroom.domain.events import CardsDealt, Event, HandStarted, PlayerSatDown
 from studroom.services.auth.authority import Authority
 from studroom.services.relay.config import RelayConfig
 from studroom.services.relay.dead_letters import DeadLetter
-from studroom.services.wire.dead_letters import DEAD_LETTER_BUCKET
+from studroom.services.wire.subjects import DEAD_LETTER_BUCKET
 from studroom.services.relay.relay import Relay
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.store.port import Notification
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.wire import subjects

@@ -13,7 +13,7 @@ from nats.js import api
 from studroom.services.relay.bootstrap import add_arguments, relay_config
 from studroom.services.relay.config import RelayConfig
 from studroom.services.wire import dead_letters
-from studroom.services.wire.dead_letters import DEAD_LETTER_BUCKET
+from studroom.services.wire.subjects import DEAD_LETTER_BUCKET
 from studroom.services.relay.streams import (
     ensure_bucket,
     ensure_streams,

@@ -17,7 +17,7 @@ from studroom.services.auth.authority import Authority
 from studroom.services.room.plans import plan_tables, table_ids
 from studroom.services.room.progress import Progress
 from studroom.services.room.room import play
-from studroom.services.runtime.supervisor import Services
+from studroom.services.runtime.processes.supervisor import Services
 
 pytestmark = pytest.mark.integration
 

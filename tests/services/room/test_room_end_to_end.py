@@ -48,10 +48,10 @@ from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
-from studroom.services.players.messages import decode_event
+from studroom.services.client.messages import decode_event
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan, plan_tables, table_ids
-from studroom.services.runtime import process
+from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
@@ -59,7 +59,7 @@ from studroom.services.runtime.settings import (
     NATS_URL_VAR,
     Settings,
 )
-from studroom.services.runtime.supervisor import Services, child_env
+from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.store.inspect import load_tables, open_stores, stream_ids
 from studroom.services.store.layout import store_schemas
 from studroom.services.wire import subjects

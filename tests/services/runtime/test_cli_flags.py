@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from studroom.services.cli import build_parser, main
+from studroom.services.cli.main import build_parser, main
 from studroom.services.runtime.settings import DATA_DIR_VAR, DATABASE_URL_VAR
 
 BAD = [
@@ -92,7 +92,7 @@ def test_an_error_holding_a_password_is_said_masked(debug: bool, monkeypatch: py
         raise RuntimeError(f"cannot reach {secret_url}")
 
     parser = build_parser(["ledger", "rake"])
-    monkeypatch.setattr("studroom.services.cli.build_parser", lambda argv: parser)
+    monkeypatch.setattr("studroom.services.cli.main.build_parser", lambda argv: parser)
     monkeypatch.setattr(parser, "parse_args", lambda argv: argparse.Namespace(
         prog="studroom ledger rake", debug=debug, run=fail))
     assert main(["ledger", "rake"]) == 1

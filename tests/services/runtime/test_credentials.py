@@ -7,7 +7,7 @@ from pathlib import Path
 
 from studroom.services.auth import jwt, terms
 from studroom.services.auth.authority import Authority, identity_of
-from studroom.services.runtime.credentials import renew, credentials, masked_url
+from studroom.services.runtime.processes.credentials import renew, credentials, masked_url
 from studroom.services.runtime.settings import Settings
 
 

@@ -16,12 +16,12 @@ import nats
 import psycopg
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
-from studroom.services.runtime import process
-from studroom.services.runtime.credentials import credentials
-from studroom.services.runtime.embedded_nats import EmbeddedNats, nats_server_version
-from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
-from studroom.services.runtime.server_process import RESERVED_PORTS, EmbeddedServerError
-from studroom.services.runtime.servers import servers
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.processes.credentials import credentials
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats, nats_server_version
+from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
+from studroom.services.runtime.servers.server_process import RESERVED_PORTS, EmbeddedServerError
+from studroom.services.runtime.servers.external_or_embedded import servers
 from studroom.services.runtime.settings import DATA_DIR_VAR, DATABASE_URL_VAR, NATS_CREDS_VAR, NATS_URL_VAR, Settings
 from studroom.services.wire import subjects
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from studroom.services.auth import jwt
-from studroom.services.runtime import logs
+from studroom.services.runtime.observability import logs
 from studroom.services.runtime.settings import LOG_FORMAT_VAR, log_format_from_env
 
 USER_SEED = jwt.new_seed("user").decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import msgspec
-from studroom.services.runtime.metrics import (
+from studroom.services.runtime.observability.metrics import (
     Histogram,
     Poll,
     Registry,

@@ -22,10 +22,10 @@ import pytest
 from studroom.services.auth.authority import Authority
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import plan_tables, table_ids
-from studroom.services.runtime import process
-from studroom.services.runtime.health import ask_all, table_text
+from studroom.services.runtime.processes import process
+from studroom.services.cli.health import ask_all, table_text
 from studroom.services.runtime.settings import METRICS_PORT_VAR, Settings
-from studroom.services.runtime.supervisor import Services, child_env
+from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.wire import subjects
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ import json
 import urllib.error
 import urllib.request
 
-from studroom.services.runtime.metrics import counter
-from studroom.services.runtime.observe import Observer
+from studroom.services.runtime.observability.metrics import counter
+from studroom.services.runtime.processes.observe import Observer
 
 
 def _get(url: str) -> tuple[int, str, str]:

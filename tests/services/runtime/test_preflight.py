@@ -17,8 +17,8 @@ import pytest
 from nats.js.api import RetentionPolicy, StreamConfig
 from studroom.services.relay.config import RelayConfig
 from studroom.services.relay.streams import ensure_streams, stream_configs
-from studroom.services.runtime.embedded_nats import EmbeddedNats
-from studroom.services.runtime.preflight import Refused, check_mapping, check_server, preflight
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
+from studroom.services.runtime.processes.preflight import Refused, check_mapping, check_server, preflight
 from studroom.services.timer.streams import ensure_timer_stream, timer_stream_config
 from studroom.services.wire import subjects
 from studroom.services.wire.declared import CREATED, UNCHANGED, UPDATED, ensure_consumer, ensure_stream

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from studroom.services.runtime import process
+from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import Settings
 
 Serve = Callable[[argparse.Namespace, Settings, asyncio.Event], Awaitable[Any]]
@@ -32,7 +32,7 @@ def _run(serve: Serve, **bounds: float) -> int:
 HANGING = """
 import argparse, asyncio, sys, time
 from types import SimpleNamespace
-from studroom.services.runtime import process
+from studroom.services.runtime.processes import process
 
 async def serve(args, settings, stop):
     print("serving", flush=True)

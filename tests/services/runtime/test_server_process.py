@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from studroom.services.runtime.server_process import (
+from studroom.services.runtime.servers.server_process import (
     RESERVED_PORTS,
     EmbeddedServerError,
     ServerProcess,

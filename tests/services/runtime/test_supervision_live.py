@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from studroom.services.auth.authority import Authority
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.supervisor import SERVE, Services, child_env
+from studroom.services.runtime.processes.supervisor import SERVE, Services, child_env
 
 pytestmark = pytest.mark.integration
 

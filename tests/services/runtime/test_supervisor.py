@@ -7,9 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from studroom.services.cli import build_parser
+from studroom.services.cli.main import build_parser
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.supervisor import (
+from studroom.services.runtime.processes.supervisor import (
     BACKOFF_FIRST,
     BACKOFF_MAX,
     HEALTHY_AFTER,

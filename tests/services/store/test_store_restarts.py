@@ -15,7 +15,7 @@ from pathlib import Path
 import msgspec
 import psycopg
 import pytest
-from studroom.services.runtime.embedded_postgres import EmbeddedPostgres
+from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.store.port import VersionConflict
 from studroom.services.store.postgres import PostgresEventStore
 

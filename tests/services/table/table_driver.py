@@ -2,7 +2,7 @@
 
 :class:`TableDriver` plays one table with random legal moves
 (:func:`studroom.domain.simulate.choose`) through
-:class:`~studroom.services.players.client.TableClient` objects (NATS request/reply, no think
+:class:`~studroom.services.client.table.TableClient` objects (NATS request/reply, no think
 time): each seat's commands as its player, the opening as the operator ``floor``,
 the buy-ins as the service ``cashier``.  All of them share one connection, so the
 server must be an open one (the session's ``nats_url``): under authorization a
@@ -25,7 +25,7 @@ from studroom.domain.errors import MUST_SHOW
 from studroom.domain.events import TurnStarted
 from studroom.domain.simulate import STAKES, choose
 from studroom.domain.table import Table
-from studroom.services.players.client import TableClient
+from studroom.services.client.table import TableClient
 from studroom.services.store.port import EventStore
 from studroom.services.wire.protocol import Reply
 

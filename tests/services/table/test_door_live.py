@@ -24,17 +24,17 @@ from typing import Any, TypeVar
 import pytest
 from studroom.projections.history.protocol import Hands
 from studroom.projections.history.protocol import encode as encode_history
-from studroom.projections.lobby.jetstream import LOBBY_BUCKET
+from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
-from studroom.services.cashier.protocol import Balance, encode
+from studroom.services.wire.cashier_protocol import Balance, encode
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import plan_tables, table_ids
-from studroom.services.runtime import process
-from studroom.services.runtime.health import ask_all
+from studroom.services.runtime.processes import process
+from studroom.services.cli.health import ask_all
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.supervisor import Services, child_env
-from studroom.services.table.partitions import LEASE_BUCKET
+from studroom.services.runtime.processes.supervisor import Services, child_env
+from studroom.services.wire.subjects import LEASE_BUCKET
 from studroom.services.wire import protocol, subjects
 from studroom.services.wire.partitioning import partition_of
 
@@ -163,7 +163,7 @@ def test_replies_only_to_the_askers_own_inbox_at_every_responder(live: LiveRoom)
 # loop), sends the requests as fast as it may for SECONDS, and prints what came back.
 FLOOD = """
 import asyncio, json, sys, time
-from studroom.services.runtime import process
+from studroom.services.runtime.processes import process
 
 async def main(url, creds, inbox, seconds, *requests):
     nc = await process.connect(url, "test-flood", creds=creds)

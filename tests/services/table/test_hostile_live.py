@@ -60,7 +60,7 @@ from studroom.domain.simulate import choose
 from studroom.domain.table import Table
 from studroom.services.auth import terms
 from studroom.services.auth.authority import Authority
-from studroom.services.players.client import TableClient
+from studroom.services.client.table import TableClient
 from studroom.services.relay.bootstrap import serve_relay
 from studroom.services.runtime.settings import Settings
 from studroom.services.store.codec import register_event_types

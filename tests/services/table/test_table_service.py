@@ -29,11 +29,12 @@ from studroom.projections.ledger.conservation import check_table
 from studroom.services.wire import protocol
 from studroom.services.wire import subjects
 from studroom.services.table.command_handling import CommandHandler
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.store.layout import store_of_table, store_schema
-from studroom.services.table.partitions import LEASE_BUCKET, lease_owners
+from studroom.services.table.partitions import lease_owners
+from studroom.services.wire.subjects import LEASE_BUCKET
 from studroom.services.wire.partitioning import partition_of
 from studroom.services.table.service import TableService
 from table_driver import TableDriver, table_config

@@ -29,7 +29,7 @@ from studroom.domain.commands import (
 from studroom.domain.errors import DUPLICATE_COMMAND, FORBIDDEN
 from studroom.domain.events import TableEvent, TurnStarted
 from studroom.domain.table import Table
-from studroom.services.players.client import TableClient
+from studroom.services.client.table import TableClient
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.table.service import TableService

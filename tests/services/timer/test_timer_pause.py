@@ -26,7 +26,7 @@ import pytest
 from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown
 from studroom.domain.events import Event, HandStarted, PauseEnded, PauseStarted
 from studroom.domain.table import Table
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.wire import subjects
 from timer_stack import STAKES, Drivers, Stack, config, spawn_timer, watched

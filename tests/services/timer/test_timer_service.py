@@ -41,8 +41,8 @@ import pytest
 from studroom.domain import errors
 from studroom.domain.commands import Timeout
 from studroom.domain.events import HandEnded, TimedOut, TurnStarted
-from studroom.services.players.client import TableClient
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.client.table import TableClient
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.timer.schedule import TimerPayload, schedule_headers
 from studroom.services.timer.service import TimerStats

@@ -29,9 +29,9 @@ from studroom.domain.events import Event, HandEnded, HandStarted, TableEvent, Ti
 from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
 from studroom.services.auth.authority import Authority
-from studroom.services.players.client import TableClient
-from studroom.services.runtime import process
-from studroom.services.runtime.embedded_nats import EmbeddedNats
+from studroom.services.client.table import TableClient
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,

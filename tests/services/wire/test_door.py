@@ -8,7 +8,7 @@ import logging
 import pytest
 from studroom.projections.history.protocol import decode_reply as decode_history
 from studroom.projections.lobby.queries import decode_answer
-from studroom.services.cashier.protocol import decode_reply as decode_cashier
+from studroom.services.wire.cashier_protocol import decode_reply as decode_cashier
 from studroom.services.wire import protocol, subjects
 from studroom.services.wire.door import Buckets, Door, Quota, identity_of, refusal
 

@@ -1,0 +1,79 @@
+"""``studroom replay TABLE HAND [--as PLAYER]`` and ``studroom verify [--from D --to D]``:
+the dispute desk's tools, on the event stores alone (records.py: a running room or a
+stopped room's data folder).
+
+Exit codes: 0 consistent, 1 a difference (the record and the rules part somewhere),
+2 a usage error (no such table or hand, a bad date).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..runtime.arguments import positive_int
+from ..runtime.settings import Settings
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    replay = commands.add_parser(
+        "replay", help="rebuild a hand from the event store, check its deck, re-run every command, print the timeline")
+    replay.add_argument("table", help="the table id, e.g. t01")
+    replay.add_argument("hand", type=positive_int, help="the hand number at that table (from 1)")
+    replay.add_argument("--as", dest="player", default=None, help="as this player may see it (R23)")
+    replay.set_defaults(run=_replay)
+    verify = commands.add_parser("verify", help="every finished hand of a period replays consistently (exit 1 if not)")
+    verify.add_argument("--from", dest="start", default=None, metavar="D", help="from this day (YYYY-MM-DD, UTC) or instant")
+    verify.add_argument("--to", dest="end", default=None, metavar="D", help="to this day (included) or instant")
+    verify.add_argument("--table", default=None, help="only this table")
+    verify.set_defaults(run=_verify)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from studroom.domain.hands import NoSuchHand, find
+
+    from ..disputes.checks import check_hand
+    from ..disputes.stored_events import NoSuchTable, database, table_stream
+    from ..disputes.timeline import render
+
+    with database(Settings.from_env()) as url:
+        try:
+            stream = table_stream(url, args.table)
+            span = find(stream, args.hand)
+        except (NoSuchTable, NoSuchHand) as e:
+            print(f"studroom replay: {e}", file=sys.stderr)
+            return 2
+    if span.end is None:
+        print(f"studroom replay: hand {args.hand} at {args.table} is still being played", file=sys.stderr)
+        return 2
+    check = check_hand(stream, span)
+    sys.stdout.write(render(check, stream, args.player))
+    return 0 if check.consistent else 1
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ..disputes.stored_events import NoSuchTable, all_streams, database, table_stream
+    from ..disputes.verify import Period, parse_when, summarize, verify
+
+    try:
+        period = Period(None if args.start is None else parse_when(args.start),
+                        None if args.end is None else parse_when(args.end, end=True))
+    except ValueError as e:
+        print(f"studroom verify: {e}", file=sys.stderr)
+        return 2
+    with database(Settings.from_env()) as url:
+        try:
+            streams = [(args.table, table_stream(url, args.table))] if args.table else all_streams(url)
+            summary = summarize(verify(streams, period))
+        except NoSuchTable as e:
+            print(f"studroom verify: {e}", file=sys.stderr)
+            return 2
+    for check in summary.different:
+        d = check.difference
+        findings = [] if check.deck is None else check.deck.findings
+        where = f"at version {d.index + 1}: {d.why}" if d is not None else f"deck (R32): {'; '.join(findings)}"
+        print(f"{check.table_id} hand {check.span.hand_no}: DIFFERENT {where}")
+    consistent = summary.hands - len(summary.different)
+    print(f"verify: {summary.tables} tables, {summary.hands} finished hands ({summary.cancelled} cancelled): "
+          f"{consistent} consistent, {len(summary.different)} different")
+    return 1 if summary.different else 0

@@ -1,0 +1,107 @@
+"""``studroom health``: every running service instance and its key counters, as a table.
+
+Asks ``$SRV.STATS`` (NATS micro discovery: every instance answers, observe.py) on the
+settings' NATS (``STUDROOM_NATS_URL``, else the running room's in the data folder) as
+``STUDROOM_NATS_CREDS``' identity, else the room's operator ``floor``.  Exit 1 when no
+service answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from ..runtime.observability.metrics import flat_name
+from ..runtime.settings import Settings
+
+OPERATOR = ("operator", "floor")        # the room's operator (services/room/bots.py)
+SHOWN_GAUGES = ("projection_lag_events", "relay_backlog_events", "table_partitions")
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    health = commands.add_parser("health", help="every running service instance and its key counters")
+    health.add_argument("--wait", type=float, default=1.0, metavar="SECONDS",
+                        help="how long to collect answers (default 1)")
+    health.add_argument("--json", action="store_true", help="the services' $SRV.STATS answers as JSON")
+    health.set_defaults(run=_health)
+
+
+async def ask_all(nc: Any, subject: str, wait: float) -> list[dict[str, Any]]:
+    """Every answer to one request on ``subject`` within ``wait`` seconds."""
+    answers: list[dict[str, Any]] = []
+
+    async def collect(msg: Any) -> None:
+        try:
+            answers.append(json.loads(msg.data))
+        except ValueError:
+            pass
+
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox, cb=collect)
+    try:
+        await nc.publish(subject, b"", reply=inbox)
+        await asyncio.sleep(wait)
+    finally:
+        await sub.unsubscribe()
+    return answers
+
+
+def key_counters(stats: dict[str, Any]) -> dict[str, float]:
+    """An instance's counters and its lag or backlog, from its ``$SRV.STATS`` answer."""
+    readings: dict[str, float] = {}
+    for endpoint in stats.get("endpoints") or []:
+        readings |= endpoint.get("data") or {}
+    return {flat_name(name).replace("_total", ""): value for name, value in readings.items()
+            if ("_total" in name or name.startswith(SHOWN_GAUGES)) and (value or not name.startswith("door_"))}
+
+
+def table_text(answers: list[dict[str, Any]], now: datetime) -> str:
+    rows = [("SERVICE", "INSTANCE", "VERSION", "UP", "COUNTERS")]
+    for stats in sorted(answers, key=lambda s: (s.get("name", ""), s.get("metadata", {}).get("instance", ""))):
+        started = datetime.strptime(stats["started"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        counters = " ".join(f"{k}={v:g}" for k, v in key_counters(stats).items())
+        rows.append((stats["name"].removeprefix("studroom-"), stats.get("metadata", {}).get("instance", stats["id"]),
+                     stats["version"], f"{(now - started).total_seconds():.0f}s", counters))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join([*(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)), row[4]])
+                     for row in rows)
+
+
+def _health(args: argparse.Namespace) -> int:
+    from ..runtime.processes import process
+    from ..runtime.processes.credentials import credentials, masked_url
+    from ..runtime.processes.observe import nats_url
+
+    settings = Settings.from_env()
+    url = nats_url(settings)
+    if url is None:
+        print("studroom: no NATS: set STUDROOM_NATS_URL, or start `studroom room` first", file=sys.stderr)
+        return 1
+
+    async def main() -> list[dict[str, Any]]:
+        nc = await process.connect(url, "studroom-health", creds=credentials(settings, *OPERATOR),
+                                   max_reconnect_attempts=3)
+        try:
+            return await ask_all(nc, "$SRV.STATS", args.wait)
+        finally:
+            await nc.drain()
+
+    process.configure_logging("ERROR")        # an outage is said once, below
+    try:
+        answers = asyncio.run(main())
+    except Exception as error:  # noqa: BLE001 (NATS away, credentials refused: one line)
+        print(f"studroom: cannot ask the services on {masked_url(url)}: {error or type(error).__name__}",
+              file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(answers, indent=2))
+    elif answers:
+        print(table_text(answers, datetime.now(UTC)))
+    if not answers:
+        print("studroom: no service answered", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,149 @@
+"""``studroom ledger ...``: the accountant's commands.
+
+    studroom ledger reconcile [--hand T#H | --table T | --player P | --from DAY --to DAY] [--csv]
+    studroom ledger rake [--by table|day] [--csv]
+    studroom ledger statement PLAYER [--csv]
+    studroom ledger rebuild
+
+Each first books what the stores hold that the books do not have yet (safe beside
+running ledger services), then reads.  They work on a stopped room's data folder: with
+no ``STUDROOM_DATABASE_URL`` the embedded PostgreSQL of the data folder is started.
+``reconcile`` exits 1 when it finds a difference, every command 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..runtime.arguments import positive_int
+
+from studroom.projections.ledger.schema import LEDGER_SCHEMA
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    group = commands.add_parser("ledger", help="the books: reconciliation, rake, players' statements")
+    actions = group.add_subparsers(dest="ledger", required=True)
+    reconcile = actions.add_parser("reconcile", help="prove the books against the stores and the domain's results")
+    reconcile.add_argument("--hand", metavar="TABLE#HAND", help="one hand, e.g. t03#17")
+    reconcile.add_argument("--table", help="one table")
+    reconcile.add_argument("--player", help="one player's accounts and hands")
+    reconcile.add_argument("--from", dest="first", metavar="DAY", help="from this day (YYYY-MM-DD, UTC)")
+    reconcile.add_argument("--to", dest="last", metavar="DAY", help="up to this day, included")
+    _common(reconcile, _reconcile)
+    rake = actions.add_parser("rake", help="the rake per table or per day")
+    rake.add_argument("--by", choices=("table", "day"), default="table")
+    _common(rake, _rake)
+    statement = actions.add_parser("statement", help="every movement of a player's chips")
+    statement.add_argument("player")
+    _common(statement, _statement)
+    rebuild = actions.add_parser("rebuild", help="drop the books and book every stored event again")
+    _common(rebuild, _rebuild, csv=False)
+
+
+def _common(parser: argparse.ArgumentParser, run: Any, *, csv: bool = True) -> None:
+    if csv:
+        parser.add_argument("--csv", action="store_true", help="as CSV")
+    parser.add_argument("--stores", type=positive_int, default=None,
+                        help="the table stores studroom_p0 .. studroom_p{N-1} (default: every one found)")
+    parser.add_argument("--schema", action="append", default=None, help="a table store's schema (repeatable)")
+    parser.add_argument("--cashier-schema", default=None, help="the cashier's store (default studroom_cashier)")
+    parser.add_argument("--ledger-schema", default=LEDGER_SCHEMA, help=f"the books (default {LEDGER_SCHEMA})")
+    parser.add_argument("--data-dir", default=None, help="the room's data (default .studroom/ or STUDROOM_DATA_DIR)")
+    parser.set_defaults(run=run)
+
+
+@contextlib.contextmanager
+def _books(args: argparse.Namespace, *, rebuild: bool = False) -> Iterator[tuple[str, Any, list[Any]]]:
+    """The database's URL, a connection to the books brought up to date (or rebuilt),
+    and the sources."""
+    import psycopg
+    from ..runtime.servers.embedded_postgres import EmbeddedPostgres
+    from ..runtime.settings import Settings
+
+    from studroom.projections.ledger import schema
+    from studroom.projections.ledger.projector import Projector
+    from studroom.projections.ledger.sources import all_sources
+
+    settings = Settings.from_env()
+    with contextlib.ExitStack() as stack:
+        url = settings.database_url
+        if url is None:
+            data_dir = Path(args.data_dir).expanduser().absolute() if args.data_dir else settings.data_dir
+            url = stack.enter_context(EmbeddedPostgres(data_dir)).url
+        conn = stack.enter_context(psycopg.connect(url, autocommit=True))
+        sources = all_sources(conn, schemas=args.schema, stores=args.stores, cashier_schema=args.cashier_schema)
+        if rebuild:
+            schema.drop(conn, args.ledger_schema)
+        projector = Projector(url, sources, ledger_schema=args.ledger_schema)
+        try:
+            booked = projector.catch_up()
+        finally:
+            projector.close()
+        if booked:
+            print(f"booked {booked:,} events new to the books", file=sys.stderr)
+        yield url, conn, sources
+
+
+def _reconcile(args: argparse.Namespace) -> int:
+    from studroom.projections.ledger.reconcile import reconcile
+    from studroom.projections.ledger.reconcile_text import render_reconciliation
+
+    chosen = [name for name in ("hand", "table", "player") if getattr(args, name)]
+    if len(chosen) + bool(args.first or args.last) > 1:
+        print("studroom ledger reconcile: give one of --hand, --table, --player, --from/--to", file=sys.stderr)
+        return 2
+    try:
+        scope = _scope(args)
+    except ValueError as e:
+        print(f"studroom ledger reconcile: {e}", file=sys.stderr)
+        return 2
+    with _books(args) as (url, _, sources):
+        result = reconcile(url, sources, ledger_schema=args.ledger_schema, scope=scope)
+    print(render_reconciliation(result, sources, args.ledger_schema, as_csv=args.csv))
+    return 0 if result.clean else 1
+
+
+def _scope(args: argparse.Namespace) -> Any:
+    from studroom.projections.ledger.reconcile import Scope
+
+    if args.hand:
+        table, _, number = args.hand.rpartition("#")
+        if not table or not number.isdigit():
+            raise ValueError(f"--hand is TABLE#HAND (e.g. t03#17), not {args.hand!r}")
+        return Scope(table=table, hand=int(number))
+    if args.first or args.last:
+        return Scope.days(args.first, args.last)
+    return Scope(table=args.table, player=args.player)
+
+
+def _rake(args: argparse.Namespace) -> int:
+    from studroom.projections.ledger.reports import rake
+    from studroom.projections.ledger.text import render
+
+    with _books(args) as (_, conn, _sources):
+        header, rows = rake(conn, args.by, args.ledger_schema)
+    print(render(header, rows, as_csv=args.csv))
+    return 0
+
+
+def _statement(args: argparse.Namespace) -> int:
+    from studroom.projections.ledger.reports import statement
+    from studroom.projections.ledger.text import render
+
+    with _books(args) as (_, conn, _sources):
+        header, rows, totals = statement(conn, args.player, args.ledger_schema)
+    print(render(header, rows, as_csv=args.csv))
+    if not args.csv:
+        print("\n" + "; ".join(f"{name} {value:,}" for name, value in totals.items()))
+    return 0
+
+
+def _rebuild(args: argparse.Namespace) -> int:
+    with _books(args, rebuild=True):
+        print(f"the books in {args.ledger_schema} were rebuilt from zero")
+    return 0

@@ -1,0 +1,151 @@
+"""``studroom lobby`` and ``studroom watch``: the lobby at a terminal.
+
+    studroom lobby [--game G] [--stakes S] [--watch] [--for SECONDS]
+    studroom watch TABLE [--lang en|de] [--for SECONDS]
+
+Both connect as the public spectator (``STUDROOM_NATS_CREDS``, else the room's
+``spectator.public``) to the room's NATS: ``STUDROOM_NATS_URL``, else the embedded one
+of the data folder (the running room's, or started for the moment on a stopped
+room's data, where the lobby's bucket keeps the tables as they were).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from studroom.domain.games import GAMES
+from ..runtime.arguments import positive_float
+
+from studroom.projections.lobby.rendering import LANGUAGES
+
+SPECTATOR = ("spectator", "public")     # the room's public identity (services/room/bots.py)
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    lobby = commands.add_parser("lobby", help="the lobby: every table, its seats and figures (live with --watch)")
+    lobby.add_argument("--game", choices=sorted(GAMES), help="only tables of this game")
+    lobby.add_argument("--stakes", metavar="SMALL/BIG", help="only tables of these stakes, e.g. 20/40")
+    lobby.add_argument("--watch", action="store_true", help="redraw as the tables change (Ctrl-C stops)")
+    _add_for(lobby)
+    lobby.set_defaults(run=_lobby)
+    watch = commands.add_parser("watch", help="one table as a spectator sees it, as the hand runs")
+    watch.add_argument("table", help="the table id")
+    watch.add_argument("--lang", choices=LANGUAGES, default="en", help="the dealer's language (default en)")
+    _add_for(watch)
+    watch.set_defaults(run=_watch)
+
+
+def _add_for(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--for", dest="seconds", type=positive_float, default=None, metavar="SECONDS",
+                        help="stop after this long (default: until Ctrl-C)")
+
+
+def _lobby(args: argparse.Namespace) -> int:
+    from studroom.projections.lobby.mirror import read_all
+    from studroom.projections.lobby.queries import LobbyQuery, select
+    from studroom.projections.lobby.rendering import lobby_text
+    from studroom.projections.lobby.watching import Screen, ask, now_ms, watch_lobby
+
+    query = LobbyQuery(game=args.game, stakes=args.stakes)
+    screen = Screen(sys.stdout)
+
+    async def show(room: Room, stop: asyncio.Event) -> None:
+        if room.stopped:
+            entries = select(await read_all(room.nc), query, now_ms())
+            screen.show(lobby_text(entries, now_ms()))
+        elif args.watch:
+            await watch_lobby(room.nc, query, screen, stop)
+        else:
+            screen.show(lobby_text(await ask(room.nc, query), now_ms()))
+
+    return _run(show, args.seconds)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from studroom.projections.lobby.watching import Screen, watch_table
+
+    async def show(room: Room, stop: asyncio.Event) -> None:
+        await watch_table(room.nc, args.table, args.lang, Screen(sys.stdout), stop)
+
+    return _run(show, args.seconds)
+
+
+@dataclass
+class Room:
+    """The connection to the room's NATS; ``stopped``: the room is not running (this
+    command started its embedded NATS on the data folder, and reads the lobby's bucket
+    itself, as the lobby service)."""
+
+    nc: Any
+    stopped: bool
+
+
+def _run(show: Callable[[Room, asyncio.Event], Awaitable[None]], seconds: float | None) -> int:
+    """Run ``show`` connected to the room until it returns, ``seconds`` pass or Ctrl-C;
+    the exit code (1: the lobby did not answer)."""
+    from ..runtime.processes import process
+    from ..runtime.settings import Settings
+
+    from studroom.projections.lobby.watching import LobbyUnavailable
+
+    async def main() -> None:
+        async with _room(Settings.from_env()) as room:
+            with process.stop_on_signals() as stop:
+                if seconds is not None:
+                    asyncio.get_running_loop().call_later(seconds, stop.set)
+                await show(room, stop)
+
+    process.configure_logging("WARNING")
+    try:
+        asyncio.run(main())
+    except LobbyUnavailable as e:
+        print(f"studroom: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+@contextlib.asynccontextmanager
+async def _room(settings: Any) -> AsyncIterator[Room]:
+    """The settings' NATS, else the data folder's embedded one: the running room's, or
+    started here for the moment (a stopped room)."""
+    from ..runtime.processes import process
+    from ..runtime.processes.credentials import credentials
+    from ..runtime.servers.embedded_nats import EmbeddedNats
+    from ..runtime.servers.server_process import EmbeddedServerError
+
+    from studroom.projections.lobby.service import SENDER
+
+    url, embedded = settings.nats_url, None
+    if url is None:
+        embedded = EmbeddedNats(settings.data_dir)
+        try:
+            await asyncio.to_thread(embedded.start)
+            url = embedded.url
+        except EmbeddedServerError:
+            url, embedded = _running_room_url(embedded), None
+    identity = ("service", SENDER) if embedded is not None else SPECTATOR
+    try:
+        nc = await process.connect(url, "studroom-lobby-cli", creds=credentials(settings, *identity),
+                                   max_reconnect_attempts=3)
+        try:
+            yield Room(nc, stopped=embedded is not None)
+        finally:
+            await nc.drain()
+    finally:
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+
+
+def _running_room_url(embedded: Any) -> str:
+    """The URL of the embedded NATS another process runs on this data folder."""
+    try:
+        return f"nats://127.0.0.1:{int((embedded.home / 'port').read_text())}"
+    except (OSError, ValueError):
+        raise SystemExit(f"studroom: no NATS: the embedded one in {embedded.home} cannot start, "
+                         "and none runs there") from None

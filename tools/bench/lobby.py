@@ -1,0 +1,341 @@
+"""How far behind live play is the lobby, and how fast does it rebuild?  Each beside a
+baseline measured in the same run (docs/design/benchmarks.md).
+
+    studroom bench lobby [--seconds 10] [--tables 16] [--bots-per-table 4] [--events 100000]
+
+* lag: the room as ``bench room`` runs it (its services as child processes, the lobby
+  among them, instant bots, NATS in operator mode); for every public event, the time
+  from its reaching a spectator to the lobby storing an entry of its table at that
+  version or later (p50, p99, max; the goal: p99 under a second), beside the round
+  trip of a bare compare-and-set write to a KV bucket of the same server;
+* rebuild: a simulated room's public events (at least 100,000, ``bench ledger``'s
+  simulated tables) in a public stream of their own; a lobby from zero applies them
+  all (events/s), beside a bare read of the same stream (each message pulled and
+  acknowledged, nothing done).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import shutil
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from studroom.domain import views
+from studroom.projections.lobby.entry import decode
+from studroom.projections.lobby.jetstream import consumer_name
+from studroom.services.wire.subjects import LOBBY_BUCKET
+
+from studroom.services.relay.streams import ensure_streams
+from studroom.services.room.plans import MAX_BOTS_PER_TABLE
+from studroom.services.runtime.arguments import int_range, positive_float, positive_int
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
+from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.observability.stats import percentile
+from studroom.services.wire import subjects
+from studroom.services.wire.pull import PullLoop, shared_consumer
+
+HELP = ("lobby: its lag behind live play under bench room load (p99, goal < 1 s) and its rebuild rate, "
+        "beside bare KV writes and a bare read of the stream")
+
+VERSION_HEADER = "Studroom-Version"
+EVENT_HEADER = "Studroom-Event"
+GOAL_MS = 1000.0
+
+# ----------------------------------------------------------------------------- lag
+
+
+def lags_ms(public: dict[str, dict[int, float]], stored: dict[str, list[tuple[float, int]]]) -> list[float]:
+    """For each public event (``public``: table -> version -> when it reached a
+    spectator, seconds): how long until the lobby stored an entry of its table at that
+    version or later (``stored``: table -> (when, version) in the order stored), ms."""
+    lags = []
+    for table_id, arrivals in public.items():
+        values, i = stored.get(table_id, []), 0          # a table's stored versions only rise
+        for version in sorted(arrivals):
+            while i < len(values) and values[i][1] < version:
+                i += 1
+            if i == len(values):
+                break
+            lags.append(max(0.0, values[i][0] - arrivals[version]) * 1000)
+    return lags
+
+
+@dataclasses.dataclass
+class Arrivals:
+    """When each public event and each stored entry arrived (monotonic seconds)."""
+
+    public: dict[str, dict[int, float]] = dataclasses.field(default_factory=lambda: defaultdict(dict))
+    stored: dict[str, list[tuple[float, int]]] = dataclasses.field(default_factory=lambda: defaultdict(list))
+    recording: bool = False
+
+    async def on_public(self, msg: Any) -> None:
+        version = (msg.headers or {}).get(VERSION_HEADER)
+        if self.recording and version is not None:
+            self.public[msg.subject.rsplit(".", 1)[-1]].setdefault(int(version), time.monotonic())
+
+    def on_stored(self, key: str, value: bytes) -> None:
+        self.stored[key].append((time.monotonic(), decode(value).version))
+
+
+async def _watch_bucket(nc: Any, arrivals: Arrivals, stop: asyncio.Event) -> None:
+    """Every value the lobby stores (a KV watch), until ``stop``."""
+    js = nc.jetstream()
+    while True:
+        with contextlib.suppress(Exception):
+            kv = await js.key_value(LOBBY_BUCKET)
+            break
+        await asyncio.sleep(0.1)
+    watcher = await kv.watchall()
+    stopper = asyncio.create_task(_stop_when(stop, watcher))
+    try:
+        async for update in watcher:
+            if update is not None and update.value:
+                arrivals.on_stored(update.key, update.value)
+    finally:
+        stopper.cancel()
+
+
+async def _stop_when(stop: asyncio.Event, watcher: Any) -> None:
+    await stop.wait()
+    await watcher.stop()
+
+
+async def bare_kv_writes_ms(nc: Any, count: int = 500) -> list[float]:
+    """Round trips of compare-and-set writes to a scratch bucket, one at a time, ms."""
+    from nats.js.api import KeyValueConfig
+
+    js = nc.jetstream()
+    bucket = f"bench_lobby_{uuid.uuid4().hex[:8]}"
+    kv = await js.create_key_value(KeyValueConfig(bucket=bucket, history=1))
+    try:
+        value = b"x" * 1500                                   # about an entry's size
+        revision = await kv.create("t", value)
+        times = []
+        for _ in range(count):
+            started = time.perf_counter()
+            revision = await kv.update("t", value, last=revision)
+            times.append((time.perf_counter() - started) * 1000)
+        return times
+    finally:
+        await js.delete_key_value(bucket)
+
+
+async def _measure_lag(nats_url: str, authority: Any, plans: list[Any], seconds: float) -> tuple[list[float], int]:
+    """The lags of the public events of ``seconds`` of play, and how many there were."""
+    from studroom.services.room.bots import Room
+    from studroom.services.runtime.processes import process
+
+    spectator = await process.connect(nats_url, "bench-lobby-spectator", creds=authority.ensure("spectator", "public"))
+    watcher = await process.connect(nats_url, "bench-lobby-watch", creds=authority.ensure("service", "lobby"))
+    arrivals, stop = Arrivals(), asyncio.Event()
+    sub = await spectator.subscribe(subjects.all_public_events(), cb=arrivals.on_public)
+    watching = asyncio.create_task(_watch_bucket(watcher, arrivals, stop))
+    room = Room(nats_url, plans, authority=authority, pace_ms=0, seed=1, keep_latencies=False)
+    try:
+        await room.start()
+        await asyncio.sleep(1.0)                              # warm up
+        arrivals.recording = True
+        await asyncio.sleep(seconds)
+        arrivals.recording = False
+        await asyncio.sleep(2.0)                              # the lobby's last writes
+    finally:
+        await room.stop()
+        stop.set()
+        await watching
+        await sub.unsubscribe()
+        await spectator.drain()
+        await watcher.drain()
+    events = sum(len(v) for v in arrivals.public.values())
+    return lags_ms(arrivals.public, arrivals.stored), events
+
+
+def lag(settings: Settings, *, seconds: float, tables: int, bots_per_table: int) -> dict[str, float]:
+    """The room with its lobby under bench room load, on servers of its own."""
+    from studroom.services.auth.authority import room_authority
+    from studroom.services.room.plans import plan_tables, table_ids
+    from studroom.services.runtime.processes import process
+    from studroom.services.runtime.servers.external_or_embedded import servers
+    from studroom.services.runtime.processes.supervisor import Services, child_env
+
+    temporary = Path(tempfile.mkdtemp(prefix="studroom-bench-lobby-"))
+    settings = dataclasses.replace(settings, nats_url=None, nats_creds=None, data_dir=temporary)
+    try:
+        with servers(settings) as (nats_url, database_url):
+            authority = room_authority(temporary)
+
+            async def baseline() -> list[float]:
+                nc = await process.connect(nats_url, "bench-lobby-kv", creds=_bench_identity(authority, temporary))
+                try:
+                    return await bare_kv_writes_ms(nc)
+                finally:
+                    await nc.drain()
+
+            bare = asyncio.run(baseline())
+            plans = plan_tables(table_ids(tables, prefix=f"bl{uuid.uuid4().hex[:4]}t"), bots_per_table, {})
+            services = Services(child_env(nats_url, database_url, temporary), temporary / "logs", instances=1,
+                                stores=1, authority=authority)
+            services.start()
+            try:
+                lags, events = asyncio.run(_measure_lag(nats_url, authority, plans, seconds))
+                dead = services.dead()
+            finally:
+                problems = services.stop()
+            if dead or problems:
+                raise RuntimeError(f"the room's services failed: {dead + problems}")
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return {
+        "public events during the run": events,
+        "public events per second": events / seconds,
+        "baseline: bare KV compare-and-set write p50 ms": percentile(bare, 50),
+        "baseline: bare KV compare-and-set write p99 ms": percentile(bare, 99),
+        "lobby lag p50 ms": percentile(lags, 50),
+        "lobby lag p99 ms": percentile(lags, 99),
+        "lobby lag max ms": max(lags, default=float("nan")),
+        "events the lobby had not stored at the end": events - len(lags),
+    }
+
+
+def _bench_identity(authority: Any, folder: Path) -> Path:
+    """Credentials of this benchmark's own, allowed a bucket of its own."""
+    from studroom.services.auth import jwt
+
+    token, seed = authority.user("bench.kv", publish=["$JS.>", "$KV.>"], subscribe=["_INBOX.bench.kv.>"])
+    path = folder / "bench-kv.creds"
+    path.write_text(jwt.creds(token, seed))
+    return path
+
+
+# ------------------------------------------------------------------------- rebuild
+
+
+async def _publish_room(nc: Any, events: int, tables: int) -> int:
+    """A simulated room's public events, with their versions, into the public stream."""
+    from .ledger import simulated_room
+
+    encode = msgspec.json.Encoder().encode
+    versions: dict[str, int] = defaultdict(int)
+    published = 0
+    for played in simulated_room(tables):
+        for event in played.events:
+            versions[played.table_id] += 1
+            public = views.public(event)
+            await nc.publish(subjects.public_events(played.table_id), encode(public), headers={
+                VERSION_HEADER: str(versions[played.table_id]), EVENT_HEADER: type(public).__name__})
+        published += len(played.events)
+        await nc.flush()                                      # a hand at a time: no slow consumer
+        if published >= events:
+            return published
+    raise AssertionError("simulated_room never ends")  # pragma: no cover
+
+
+async def _until_stored(js: Any, count: int) -> None:
+    while (await js.stream_info(subjects.PUBLIC_STREAM)).state.messages < count:
+        await asyncio.sleep(0.1)
+
+
+async def _bare_read(nc: Any, count: int) -> float:
+    """Seconds to pull and acknowledge ``count`` messages of the public stream."""
+    js = nc.jetstream()
+    await js.add_consumer(subjects.PUBLIC_STREAM, shared_consumer("bench_bare", subjects.all_public_events(), 30.0,
+                                                                  "bench lobby: the bare read"))
+    done, stop = 0, asyncio.Event()
+
+    async def handle(msg: Any) -> None:
+        nonlocal done
+        await msg.ack()
+        done += 1
+        if done >= count:
+            stop.set()
+
+    loop = PullLoop(nc, subjects.PUBLIC_STREAM, "bench_bare", handle, max_inflight=4096)
+    started = time.perf_counter()
+    await loop.run(stop)
+    return time.perf_counter() - started
+
+
+async def _rebuild(nc: Any, count: int) -> float:
+    """Seconds for a lobby from zero to apply the ``count`` events of the stream."""
+    from studroom.projections.lobby.service import LobbyService
+
+    js = nc.jetstream()
+    service, stop = LobbyService(nc, instance_id="bench"), asyncio.Event()
+    started = time.perf_counter()
+    assert await service.setup(stop)
+    running = asyncio.create_task(service.run(stop))
+    try:
+        while True:
+            info = await js.consumer_info(subjects.PUBLIC_STREAM, consumer_name("bench"))
+            if info.ack_floor.stream_seq >= count:
+                return time.perf_counter() - started
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await running
+
+
+def rebuild(*, events: int, tables: int) -> dict[str, float]:
+    """The rebuild from zero, on an open NATS of its own."""
+    from studroom.services.runtime.processes import process
+
+    temporary = Path(tempfile.mkdtemp(prefix="studroom-bench-lobby-"))
+
+    async def main(url: str) -> dict[str, float]:
+        nc = await process.connect(url, "bench-lobby")
+        try:
+            await ensure_streams(nc.jetstream())
+            started = time.perf_counter()
+            count = await _publish_room(nc, events, tables)
+            await _until_stored(nc.jetstream(), count)
+            stored = time.perf_counter() - started
+            bare = await _bare_read(nc, count)
+            applied = await _rebuild(nc, count)
+            return {
+                "public events in the stream": count,
+                "publishing them: events/s": count / stored,
+                "baseline: bare read of the stream: events/s": count / bare,
+                "lobby rebuild from zero: events/s": count / applied,
+            }
+        finally:
+            await nc.drain()
+
+    try:
+        with EmbeddedNats(temporary, auth=False) as server:
+            return asyncio.run(main(server.url))
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- cli
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=positive_float, default=10.0, help="of play measured for the lag (default 10)")
+    parser.add_argument("--tables", type=positive_int, default=16, help="tables played at once (default 16)")
+    parser.add_argument("--bots-per-table", type=int_range(2, MAX_BOTS_PER_TABLE), default=4, help="bots at each table (default 4)")
+    parser.add_argument("--events", type=positive_int, default=100_000, help="events the lobby rebuilds from (default 100000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    print(f"bench lobby: rebuild from {args.events:,} simulated events; lag under {args.tables} tables x "
+          f"{args.bots_per_table} instant bots for {args.seconds:g} s (the room's services, auth on)", flush=True)
+    _say(rebuild(events=args.events, tables=args.tables))
+    results = lag(Settings.from_env(), seconds=args.seconds, tables=args.tables, bots_per_table=args.bots_per_table)
+    _say(results)
+    met = results["lobby lag p99 ms"] < GOAL_MS
+    print(f"goal: lag p99 < {GOAL_MS:.0f} ms -> {'met' if met else 'NOT met'}")
+    return 0 if met else 1
+
+
+def _say(results: dict[str, float]) -> None:
+    for name, value in results.items():
+        print(f"{name:52s} {value:12,.1f}", flush=True)
