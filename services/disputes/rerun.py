@@ -23,7 +23,7 @@ from studroom.domain.errors import DomainError
 from studroom.domain.events import Event, TableEvent
 from studroom.domain.table import Table
 
-from .commands import Candidate, candidates
+from .causes import Candidate, candidates
 from .differences import describe, fields_that_differ
 
 
