@@ -1,11 +1,13 @@
-"""A process's metrics, read from its own counters when asked, in Prometheus text format.
+"""A process's metrics, read from its own counters when asked.
 
 A service hands the :class:`Registry` collectors: functions that return
 :class:`Metric` values made from the counters it keeps anyway (its stats objects), so
 there is no second set of counters to keep in step.  Readings that need a query (a
 projection's lag, the relay's backlog) are :class:`Poll` gauges, refreshed in the
 background, never on the scraper's time.  :class:`Histogram` is the one stateful kind
-(command latency).  Names and labels: docs/design/observability.md.
+(command latency).  The registry is a ``prometheus_client`` collector: the library
+writes the exposition (:meth:`Registry.exposition`); the same readings feed
+``$SRV.STATS`` and the stop line.  Names and labels: docs/design/observability.md.
 """
 
 from __future__ import annotations
@@ -18,12 +20,19 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric as Family
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
 log = logging.getLogger(__name__)
 
 PREFIX = "studroom_"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 Labels = Mapping[str, str]
+FAMILIES = {"counter": CounterMetricFamily, "gauge": GaugeMetricFamily, "histogram": HistogramMetricFamily}
 
 
 @dataclass(frozen=True)
@@ -70,7 +79,7 @@ class Histogram:
         running = 0
         for bound, count in zip((*self.buckets, math.inf), self.counts, strict=True):
             running += count
-            samples.append(("_bucket", {**labels, "le": _number(bound)}, running))
+            samples.append(("_bucket", {**labels, "le": floatToGoString(bound)}, running))
         samples += [("_sum", labels, self.sum), ("_count", labels, self.count)]
         return Metric(name, "histogram", help_, samples)
 
@@ -103,7 +112,7 @@ class Poll:
         return by_label("gauge", self.name, self.help, self.label, self.values)
 
 
-class Registry:
+class Registry(Collector):
     """The collectors of one process; ``labels`` go on every sample (service, instance)."""
 
     def __init__(self, **labels: str) -> None:
@@ -126,19 +135,24 @@ class Registry:
                 log.exception("a metrics collector failed")
         return out + [p.metric() for p in self.polls]
 
-    def exposition(self) -> str:
-        """The Prometheus text format (version 0.0.4) of every metric."""
-        families: dict[str, Metric] = {}
+    def collect(self) -> Iterable[Family]:
+        """Our metrics as ``prometheus_client`` families, one per name (several collectors
+        may give samples of one family: the doors of every responder, say)."""
+        families: dict[str, Family] = {}
         for metric in self.metrics():
-            known = families.setdefault(metric.name, Metric(metric.name, metric.kind, metric.help))
-            known.samples.extend(metric.samples)
-        lines: list[str] = []
-        for name, family in families.items():
-            full = PREFIX + name
-            lines += [f"# HELP {full} {family.help}", f"# TYPE {full} {family.kind}"]
-            for suffix, labels, value in family.samples:
-                lines.append(f"{full}{suffix}{_labels({**self.labels, **labels})} {_number(value)}")
-        return "\n".join(lines) + "\n"
+            full = PREFIX + metric.name
+            family = families.get(metric.name)
+            if family is None:
+                family = families[metric.name] = FAMILIES[metric.kind](full, metric.help)
+            for suffix, labels, value in metric.samples:
+                family.add_sample(full + suffix, {**self.labels, **labels}, value)
+        return families.values()
+
+    def exposition(self, accept: str = "") -> tuple[bytes, str]:
+        """Every metric in the format the scraper's ``Accept`` header asks for (Prometheus
+        text 0.0.4 by default, OpenMetrics if asked), and its content type."""
+        encode, content_type = choose_encoder(accept)
+        return encode(self), content_type
 
     def readings(self) -> dict[str, float]:
         """Every sample but histogram buckets, as ``name{labels}: value`` (for ``$SRV.STATS``)."""
@@ -178,10 +192,3 @@ def _labels(labels: Labels) -> str:
 def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
-
-def _number(value: float) -> str:
-    if value == math.inf:
-        return "+Inf"
-    if isinstance(value, int) or float(value).is_integer():
-        return str(int(value))
-    return repr(float(value))

@@ -187,13 +187,16 @@ class Observer:
 
     async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await asyncio.wait_for(reader.readline(), HTTP_TIMEOUT)
-            while (await asyncio.wait_for(reader.readline(), HTTP_TIMEOUT)) not in (b"\r\n", b"\n", b""):
-                pass
-            status, kind, body = self._respond(request.decode("latin-1").split())
+            request = (await asyncio.wait_for(reader.readline(), HTTP_TIMEOUT)).decode("latin-1").split()
+            accept = ""
+            while (line := await asyncio.wait_for(reader.readline(), HTTP_TIMEOUT)) not in (b"\r\n", b"\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                if name.strip().lower() == "accept":
+                    accept = value.strip()
+            status, kind, body = self._respond(request, accept)
             head = (f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
                     "Connection: close\r\n\r\n")
-            writer.write(head.encode() + body)
+            writer.write(head.encode() + (b"" if request[:1] == ["HEAD"] else body))
             await writer.drain()
         except (TimeoutError, ConnectionError, UnicodeDecodeError):
             pass
@@ -202,12 +205,14 @@ class Observer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    def _respond(self, request: list[str]) -> tuple[str, str, bytes]:
-        path = request[1].split("?")[0] if len(request) >= 2 else ""
-        if len(request) < 2 or request[0] != "GET":
-            return "405 Method Not Allowed", "text/plain", b"GET only\n"
+    def _respond(self, request: list[str], accept: str) -> tuple[str, str, bytes]:
+        """Status, content type and body of a GET (a HEAD: the same, sent without the body)."""
+        if len(request) < 2 or request[0] not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", "text/plain", b"GET or HEAD only\n"
+        path = request[1].split("?")[0]
         if path == "/metrics":
-            return "200 OK", "text/plain; version=0.0.4; charset=utf-8", self.registry.exposition().encode()
+            body, kind = self.registry.exposition(accept)
+            return "200 OK", kind, body
         if path == "/healthz":
             health = self.health()
             status = "200 OK" if health["ok"] else "503 Service Unavailable"

@@ -1,4 +1,4 @@
-"""The metrics' text exposition (Prometheus format 0.0.4) and the readings of $SRV.STATS."""
+"""The metrics' exposition (prometheus_client's, over our collectors) and the readings of $SRV.STATS."""
 
 from __future__ import annotations
 
@@ -27,14 +27,26 @@ def test_the_exposition_has_help_type_labels_and_one_family_per_name() -> None:
     registry.add(lambda: [counter("commands", "commands answered", 12),
                           by_label("counter", "command_errors", "refusals by code", "code", errors)])
     registry.add(lambda: [gauge("table_partitions", "partitions served", 8)])
-    text = registry.exposition()
+    body, content_type = registry.exposition()
+    text = body.decode()
+    assert content_type.startswith("text/plain; version=0.0.4")
     assert text.endswith("\n")
-    assert "# HELP studroom_commands commands answered\n# TYPE studroom_commands counter\n" in text
-    assert 'studroom_commands_total{service="table",instance="t-1"} 12\n' in text
-    assert 'studroom_command_errors_total{service="table",instance="t-1",code="not_your_turn"} 3\n' in text
-    assert 'code="odd\\"code"} 1' in text
-    assert text.count("# TYPE studroom_command_errors counter") == 1
-    assert 'studroom_table_partitions{service="table",instance="t-1"} 8\n' in text
+    assert "# HELP studroom_commands_total commands answered\n# TYPE studroom_commands_total counter\n" in text
+    assert 'studroom_commands_total{instance="t-1",service="table"} 12.0\n' in text
+    assert 'studroom_command_errors_total{code="not_your_turn",instance="t-1",service="table"} 3.0\n' in text
+    assert 'studroom_command_errors_total{code="odd\\"code",instance="t-1",service="table"} 1.0\n' in text
+    assert text.count("# TYPE studroom_command_errors_total counter") == 1
+    assert "# TYPE studroom_table_partitions gauge\n" in text
+    assert 'studroom_table_partitions{instance="t-1",service="table"} 8.0\n' in text
+
+
+def test_a_scraper_asking_for_openmetrics_gets_it() -> None:
+    registry = Registry(service="ledger", instance="l-1")
+    registry.add(lambda: [counter("ledger_booked", "events booked", 3)])
+    body, content_type = registry.exposition("application/openmetrics-text; version=1.0.0")
+    assert content_type.startswith("application/openmetrics-text")
+    assert body.decode().endswith("# EOF\n")
+    assert 'studroom_ledger_booked_total{instance="l-1",service="ledger"} 3.0\n' in body.decode()
 
 
 def test_a_histogram_has_cumulative_buckets_sum_and_count() -> None:
@@ -43,11 +55,12 @@ def test_a_histogram_has_cumulative_buckets_sum_and_count() -> None:
         latency.observe(seconds)
     registry = Registry()
     registry.add(lambda: [latency.metric("command_seconds", "latency")])
-    lines = registry.exposition().splitlines()
-    assert 'studroom_command_seconds_bucket{le="0.01"} 1' in lines
-    assert 'studroom_command_seconds_bucket{le="0.1"} 3' in lines
-    assert 'studroom_command_seconds_bucket{le="+Inf"} 4' in lines
-    assert "studroom_command_seconds_count 4" in lines
+    lines = registry.exposition()[0].decode().splitlines()
+    assert "# TYPE studroom_command_seconds histogram" in lines
+    assert 'studroom_command_seconds_bucket{le="0.01"} 1.0' in lines
+    assert 'studroom_command_seconds_bucket{le="0.1"} 3.0' in lines
+    assert 'studroom_command_seconds_bucket{le="+Inf"} 4.0' in lines
+    assert "studroom_command_seconds_count 4.0" in lines
     assert "studroom_command_seconds_sum 3.105" in lines
     assert registry.readings() == {"command_seconds_sum": 3.105, "command_seconds_count": 4}
 
