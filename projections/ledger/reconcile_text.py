@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from studroom.services.runtime.text import number
+
 from .reconcile import Reconciliation, equation_holds
-from .text import cell, moment, render
+from .text import moment, render
 
 _COLUMNS = ["check", "table", "hand", "player", "event", "when (UTC)", "what", "books", "domain"]
 
@@ -27,7 +29,7 @@ def render_reconciliation(result: Reconciliation, sources: Sequence[Any], ledger
             f"(stores {stores}) against the books in {ledger_schema}")]
     if result.equation:
         out += ["", render(["", "books", "domain"], [[line.name, line.books, line.domain] for line in result.equation])]
-        f = {line.name: cell(line.books) for line in result.equation}
+        f = {line.name: number(line.books) for line in result.equation}
         verdict = "holds" if equation_holds(result.equation) else "DOES NOT HOLD"
         out += ["", ("deposits + operator credits = withdrawals + account balances + chips in transit "
                      "+ chips on the tables + rake"),

@@ -11,7 +11,7 @@ from studroom.projections.ledger.text import day, moment, render
 
 def test_a_text_table_aligns_figures_to_the_right_with_thousands_separated() -> None:
     out = render(["table", "rake"], [["t1", 1234], ["t10", 5]]).splitlines()
-    assert out == ["table   rake", "-----  -----", "t1     1,234", "t10        5"]
+    assert out == ["table    rake", "─────────────", "t1      1,234", "t10         5"]
 
 
 def test_csv_keeps_figures_plain_and_quotes_what_needs_it() -> None:

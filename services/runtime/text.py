@@ -1,0 +1,91 @@
+"""How every command draws text for a person: one table (``rich``) and one way to write
+numbers.  CSV stays CSV (its callers write it with the csv module).
+
+Numbers, everywhere: counts and chips as integers with a comma between thousands
+(``12,345``; a signed net ``+1,200``), milliseconds with one decimal (``3.4``), rates
+as integers per second (``1,234/s``).  A column whose every value is a number is
+aligned to the right.
+
+On a terminal a table is as wide as the terminal and its header bold; anywhere else
+(a pipe, a file, a test) it has no colour and a fixed width wide enough that no row
+is wrapped, so the text is the same on every machine.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import IO
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+
+NOT_A_TERMINAL_WIDTH = 500      # columns of output that is not a terminal: no row wraps
+
+
+def number(value: int) -> str:
+    """A count or chips: ``12,345``."""
+    return f"{value:,}"
+
+
+def signed(value: int) -> str:
+    """A gain or a loss: ``+1,200``, ``-50``, ``0``."""
+    return f"{value:+,}" if value else "0"
+
+
+def ms(value: float) -> str:
+    """Milliseconds with one decimal: ``3.4``."""
+    return f"{value:,.1f}"
+
+
+def rate(per_second: float) -> str:
+    """A rate as an integer per second: ``1,234/s``."""
+    return f"{round(per_second):,}/s"
+
+
+def cell(value: object) -> str:
+    """A table's cell: integers as :func:`number`, other numbers as :func:`ms` would
+    (one decimal), None as nothing, anything else as it prints."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else ""
+    if isinstance(value, int):
+        return number(value)
+    if isinstance(value, float):
+        return ms(value)
+    return str(value)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, title: str | None = None) -> str:
+    """``rows`` under ``header``, a rule below the header, numbers to the right."""
+    numeric = [bool(rows) and all(_is_number(row[i]) for row in rows) for i in range(len(header))]
+    drawn = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
+    for name, right in zip(header, numeric, strict=True):
+        drawn.add_column(name, justify="right" if right else "left", no_wrap=True)
+    for row in rows:
+        drawn.add_row(*(cell(value) for value in row))
+    return draw(drawn)
+
+
+def draw(renderable: RenderableType) -> str:
+    """What ``renderable`` looks like on this output (see the module docstring), each
+    line without trailing spaces."""
+    out = io.StringIO()
+    console_for_output(out).print(renderable)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+
+
+def console_for_output(file: IO[str] | None = None) -> Console:
+    """A console writing to ``file`` (stdout by default) as stdout is: a terminal's width
+    and colours, else plain and wide."""
+    tty = sys.stdout.isatty()
+    return Console(file=file, width=shutil.get_terminal_size().columns if tty else NOT_A_TERMINAL_WIDTH,
+                   force_terminal=tty, no_color=not tty, highlight=False, markup=False, emoji=False)
+
+
+def _is_number(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool))
