@@ -12,25 +12,22 @@ table)``, the only one the NATS server lets it publish to, and the table service
 the sender from that subject.
 
 ``send`` gives a command without an id the next of the client's sequence ids
-(:mod:`.command_ids`, one counter for all its tables) and sends one command at a time
-per table, so that the ids reach the table in the order they were given.  It retries
-what changed nothing (``protocol.RETRYABLE``, no responder, a NATS error) with the
-same id and a growing pause (50 ms doubling up to 1 s) for up to ``retry_for``
-seconds, then answers ``unavailable``.  A retry after a timeout that is refused with
-``duplicate_command`` means the earlier attempt was carried out: ``send`` answers
-``Reply(ok=True, version=None)``.  ``view`` asks for the table as this identity may
-see it (``protocol.ViewTable``: no id, nothing changes), with the same retries.  See
-docs/design/players.md.
+(:mod:`.ids`, one counter for all its tables) and sends one command at a time per
+table, so that the ids reach the table in the order they were given.  It retries what
+changed nothing with the same id (:mod:`.requests`: the room's request retry policy,
+for up to ``retry_for`` seconds, then ``unavailable``).  A retry after a lost reply
+that is refused with ``duplicate_command`` means the earlier attempt was carried out:
+``send`` answers ``Reply(ok=True, version=None)``.  ``view`` asks for the table as
+this identity may see it (``protocol.ViewTable``: no id, nothing changes), with the
+same retries.  See docs/design/players.md.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, TypeVar
 
 import msgspec
-import nats.errors
 from studroom.domain.commands import Command
 from studroom.domain.errors import DUPLICATE_COMMAND
 from studroom.domain.views import TableView
@@ -38,15 +35,19 @@ from studroom.domain.views import TableView
 from ..wire import protocol, subjects
 from ..wire.protocol import ErrorBody, Reply
 from .ids import CommandIds
-
-FIRST_PAUSE = 0.05      # seconds before the first retry; doubled each time ...
-LONGEST_PAUSE = 1.0     # ... up to this
+from .requests import Requests
 
 C = TypeVar("C", bound=Command)
 
 
-def _unavailable(message: str) -> Reply:
-    return Reply(ok=False, error=ErrorBody(protocol.UNAVAILABLE, message))
+def _refusal(code: str, message: str) -> Reply:
+    return Reply(ok=False, error=ErrorBody(code, message))
+
+
+def _carried_out(reply: Reply) -> Reply | None:
+    """A retry refused ``duplicate_command`` after a lost reply: the earlier attempt
+    was carried out (its version is not known)."""
+    return Reply(ok=True) if reply.error is not None and reply.error.code == DUPLICATE_COMMAND else None
 
 
 class Refused(Exception):
@@ -67,9 +68,9 @@ class TableClient:
         self.nc = nc
         self.role = role
         self.name = subjects.check_name(name)
-        self.retry_for = retry_for
         self.ids = ids or CommandIds()
-        self.retries = 0          # how many attempts were repeated (all sends)
+        self.requests = Requests(nc, retry_for=retry_for, decode=protocol.decode_reply, refusal=_refusal,
+                                 carried_out=_carried_out)
         self._sending: dict[str, asyncio.Lock] = {}      # per table: one command at a time
 
     def subject(self, table_id: str) -> str:
@@ -86,51 +87,13 @@ class TableClient:
         lock = self._sending.setdefault(table_id, asyncio.Lock())
         async with lock:
             data = protocol.encode_command(self.stamp(command))
-            return await self._request(self.subject(table_id), data, timeout)
+            return await self.requests.request(self.subject(table_id), data, timeout)
 
     async def view(self, table_id: str, timeout: float = 2.0) -> TableView:
         """The table as this identity may see it; raises :class:`Refused` otherwise."""
-        reply = await self._request(self.subject(table_id), _VIEW_TABLE, timeout)
+        reply = await self.requests.request(self.subject(table_id), _VIEW_TABLE, timeout)
         if reply.error is not None:
             raise Refused(reply.error.code, reply.error.message)
         if reply.view is None:
             raise Refused(protocol.BAD_REPLY, "a reply to ViewTable without a view")
         return reply.view
-
-    async def _request(self, subject: str, data: bytes, timeout: float) -> Reply:
-        """Request until a reply that is not retryable, or ``retry_for`` is over."""
-        deadline = time.monotonic() + self.retry_for
-        pause = FIRST_PAUSE
-        timed_out = False
-        last = "no reply"
-        while True:
-            try:
-                msg = await self.nc.request(subject, data, timeout=timeout)
-            except nats.errors.NoRespondersError:
-                last = "no table service serves this table now"
-            except nats.errors.TimeoutError:
-                timed_out = True
-                last = f"no reply within {timeout}s"
-            except nats.errors.ConnectionClosedError:
-                return _unavailable("the NATS connection is closed")
-            except nats.errors.Error as e:       # reconnecting, buffer full, ...: try again
-                timed_out = True                 # it may have gone out
-                last = f"NATS: {e!r}"
-            else:
-                try:
-                    reply = protocol.decode_reply(msg.data)
-                except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                    return Reply(ok=False, error=ErrorBody(protocol.BAD_REPLY, str(e)))
-                if reply.ok or reply.error is None:
-                    return reply
-                if timed_out and reply.error.code == DUPLICATE_COMMAND:
-                    return Reply(ok=True)       # the timed-out attempt was carried out
-                if reply.error.code not in protocol.RETRYABLE:
-                    return reply
-                last = f"{reply.error.code}: {reply.error.message}"
-                pause = max(pause, (reply.error.retry_after_ms or 0) / 1000)     # rate_limited: as told
-            if time.monotonic() + pause > deadline:
-                return _unavailable(f"gave up after {self.retry_for}s: {last}")
-            self.retries += 1
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, LONGEST_PAUSE)

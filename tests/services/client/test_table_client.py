@@ -1,7 +1,7 @@
 """The table client against a fake request function: its own command subject, its
-sequence of command ids, and its retry policy (what changed nothing,
-``protocol.RETRYABLE`` or no responder, is retried with the same id; anything else
-is answered)."""
+sequence of command ids, and what its retries mean for a table command (the same id
+each time; a duplicate after a timeout is the first attempt carried out).  The retry
+loop itself: test_requests.py."""
 
 from __future__ import annotations
 
@@ -19,22 +19,7 @@ from studroom.domain.simulate import STAKES
 from studroom.domain.views import TableView
 from studroom.services.client.table import Refused, TableClient
 from studroom.services.wire import protocol, subjects
-
-
-class FakeNats:
-    """Answers each request with the next of ``answers`` (reply bytes, or an exception
-    to raise); records what was asked."""
-
-    def __init__(self, *answers: bytes | Exception) -> None:
-        self.answers = list(answers)
-        self.requests: list[tuple[str, bytes]] = []
-
-    async def request(self, subject: str, data: bytes, timeout: float) -> Any:
-        self.requests.append((subject, data))
-        answer = self.answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return SimpleNamespace(data=answer)
+from request_fakes import FakeNats
 
 
 def send(nc: FakeNats, command: Any = None, retry_for: float = 10.0) -> tuple[protocol.Reply, TableClient]:
@@ -48,7 +33,7 @@ def test_a_retryable_code_is_retried_until_the_command_is_carried_out(code: str)
     nc = FakeNats(protocol.error(code, "busy"), protocol.error(code, "busy"), protocol.ok(42))
     reply, client = send(nc)
     assert reply == protocol.Reply(ok=True, version=42)
-    assert client.retries == 2 and len(nc.requests) == 3
+    assert client.requests.retries == 2 and len(nc.requests) == 3
     assert {subject for subject, _ in nc.requests} == {subjects.command_from("player", "alice", "t1")}
     assert len({data for _, data in nc.requests}) == 1          # the same command each time
 
@@ -57,21 +42,7 @@ def test_a_refusal_that_is_not_retryable_is_answered_at_once() -> None:
     nc = FakeNats(protocol.error(NOT_YOUR_TURN, "seat 2 acts"))
     reply, client = send(nc)
     assert not reply.ok and reply.error is not None and reply.error.code == NOT_YOUR_TURN
-    assert client.retries == 0 and len(nc.requests) == 1
-
-
-def test_no_responder_is_retried() -> None:
-    nc = FakeNats(nats.errors.NoRespondersError(), protocol.ok(7))
-    reply, client = send(nc)
-    assert reply.ok and reply.version == 7 and client.retries == 1
-
-
-def test_it_gives_up_as_unavailable_after_retry_for() -> None:
-    nc = FakeNats(*[protocol.error(protocol.CONFLICT, "again")] * 10)
-    reply, client = send(nc, retry_for=0.2)       # pauses 0.05 + 0.1, then 0.2 is too long
-    assert reply.error is not None and reply.error.code == protocol.UNAVAILABLE
-    assert "conflict" in reply.error.message
-    assert client.retries == 2 and len(nc.requests) == 3
+    assert client.requests.retries == 0 and len(nc.requests) == 1
 
 
 def test_a_command_without_an_id_gets_one_kept_across_retries() -> None:
@@ -91,18 +62,6 @@ def test_a_duplicate_without_a_timeout_is_a_refusal() -> None:
     nc = FakeNats(protocol.error(DUPLICATE_COMMAND, "already"))
     reply, _ = send(nc)
     assert reply.error is not None and reply.error.code == DUPLICATE_COMMAND
-
-
-def test_a_closed_connection_is_unavailable_without_retries() -> None:
-    nc = FakeNats(nats.errors.ConnectionClosedError())
-    reply, client = send(nc)
-    assert reply.error is not None and reply.error.code == protocol.UNAVAILABLE
-    assert client.retries == 0
-
-
-def test_an_undecodable_reply_is_a_bad_reply() -> None:
-    reply, _ = send(FakeNats(b"not json"))
-    assert reply.error is not None and reply.error.code == protocol.BAD_REPLY
 
 
 def _ids(nc: FakeNats) -> list[str]:
