@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Final
 
 from studroom.domain.games import GAMES
+from studroom.services.runtime.text import number, table
 
 from .activity import figures
 from .entry import HandPicture, LobbyEntry, Player, Turn
@@ -48,38 +49,30 @@ LANGUAGES: Final = tuple(WORDS)
 # --- the lobby ------------------------------------------------------------------------
 
 
-LOBBY_HEADER: Final = (f"{'table':<16} {'game':<22} {'stakes':>9} {'buy-in':>13} {'seats':>5} {'hand':>10} "
-                       f"{'avg pot':>8} {'hands/h':>7} {'4th st':>6} {'t/o/h':>5}")
+LOBBY_HEADER: Final = ("table", "game", "stakes", "buy-in", "seats", "hand", "avg pot", "hands/h", "4th st",
+                       "t/o/h", "players")
 
 
 def lobby_text(entries: list[LobbyEntry], now_ms: int) -> str:
-    """The lobby as a text table: a row per table, its seats below it."""
+    """The lobby as a text table: a row per table, its seated players in the last column."""
     if not entries:
         return WORDS["en"]["no tables"]
-    lines = [LOBBY_HEADER, "-" * len(LOBBY_HEADER)]
-    for entry in sorted(entries, key=lambda e: e.table_id):
-        lines.append(_lobby_row(entry, now_ms))
-        if entry.players:
-            lines.append("    " + "  ".join(_seat_cell(entry, row.seat) for row in entry.players))
-    return "\n".join(lines)
+    return table(LOBBY_HEADER, [_lobby_row(entry, now_ms) for entry in sorted(entries, key=lambda e: e.table_id)])
 
 
-def _lobby_row(entry: LobbyEntry, now_ms: int) -> str:
+def _lobby_row(entry: LobbyEntry, now_ms: int) -> list[object]:
     f = figures(entry, now_ms)
-    hand = f"#{entry.hand_no} {'live' if entry.running else '':<4}".rstrip()
-    pct = "-" if f.fourth_street_pct is None else f"{f.fourth_street_pct}%"
-    pot = "-" if f.average_pot is None else f"{f.average_pot:,}"
-    buy_in = f"{entry.min_buy_in:,}-{entry.max_buy_in:,}"
-    seats = f"{f.seats_taken}/{f.seats_taken + f.seats_free}"
-    return (f"{entry.table_id:<16} {GAME_NAMES.get(entry.game, entry.game):<22} {stakes_label(entry.stakes):>9} "
-            f"{buy_in:>13} {seats:>5} {hand:>10} {pot:>8} {f.hands_per_hour:>7} {pct:>6} "
-            f"{f.timeouts_per_hour:>5}")
+    return [entry.table_id, GAME_NAMES.get(entry.game, entry.game), stakes_label(entry.stakes),
+            f"{number(entry.min_buy_in)}-{number(entry.max_buy_in)}", f"{f.seats_taken}/{f.seats_taken + f.seats_free}",
+            f"#{entry.hand_no} {'live' if entry.running else ''}".rstrip(), f.average_pot, f.hands_per_hour,
+            None if f.fourth_street_pct is None else f"{f.fourth_street_pct}%", f.timeouts_per_hour,
+            "  ".join(_seat_cell(entry, row.seat) for row in entry.players)]
 
 
 def _seat_cell(entry: LobbyEntry, seat: int) -> str:
     row = next(r for r in entry.players if r.seat == seat)
     marks = "".join(mark for flag, mark in ((row.sitting_out, " (out)"), (row.leaving, " (leaving)")) if flag)
-    return f"{row.seat}:{row.player} {row.stack:,}{marks}"
+    return f"{row.seat}:{row.player} {number(row.stack)}{marks}"
 
 
 # --- one table ------------------------------------------------------------------------
@@ -90,20 +83,17 @@ def table_text(entry: LobbyEntry, now_ms: int, lang: str = "en") -> str:
     its countdown, the dealer's announcements (``lang``: one of LANGUAGES)."""
     words = WORDS[lang]
     hand = entry.hand
-    lines = [_title(entry, words)]
-    lines.append(f"{words['seat']:>5}  {words['player']:<16} {words['stack']:>9} {words['bet']:>7}  "
-                 f"{words['cards']:<26}")
     in_hand = {p.seat: p for p in hand.players} if hand is not None else {}
+    rows: list[list[object]] = []
     for row in entry.players:
         p = in_hand.get(row.seat)
-        button = "D" if hand is not None and hand.button == row.seat else " "
+        button = "D" if hand is not None and hand.button == row.seat else ""
         if p is None:
-            state = words["out"] if row.sitting_out else ""
-            lines.append(f"{button}{row.seat:>4}  {row.player:<16} {row.stack:>9,} {'':>7}  {state}".rstrip())
+            rows.append([button, row.seat, row.player, row.stack, None, "", words["out"] if row.sitting_out else ""])
         else:
-            lines.append(_player_line(p, button, words))
-    lines += _footer(entry, now_ms, lang)
-    return "\n".join(lines)
+            rows.append(_player_row(p, button, words))
+    header = ["", words["seat"], words["player"], words["stack"], words["bet"], words["cards"], ""]
+    return "\n".join([_title(entry, words), table(header, rows), *_footer(entry, now_ms, lang)])
 
 
 def _title(entry: LobbyEntry, words: dict[str, str]) -> str:
@@ -115,7 +105,7 @@ def _title(entry: LobbyEntry, words: dict[str, str]) -> str:
         parts.append(f"{words['hand']} #{hand.hand_no}")
         if hand.street >= 0:
             parts.append(_street_name(entry.game, hand.street, words))
-        parts.append(f"{words['pot']} {hand.pot:,}")
+        parts.append(f"{words['pot']} {number(hand.pot)}")
     return " · ".join(parts)
 
 
@@ -125,7 +115,7 @@ def _street_name(game: str, street: int, words: dict[str, str]) -> str:
     return f"{name} {words['street']}" if words is WORDS["en"] else f"{name[:-2]}. {words['street']}"
 
 
-def _player_line(p: Player, button: str, words: dict[str, str]) -> str:
+def _player_row(p: Player, button: str, words: dict[str, str]) -> list[object]:
     cards = " ".join(p.shown) if p.shown else " ".join([DOWN_CARD] * p.down + p.up)
     notes = []
     if p.folded:
@@ -135,16 +125,14 @@ def _player_line(p: Player, button: str, words: dict[str, str]) -> str:
     if p.action and not (p.folded and p.action == "fold"):
         key = "bet_" if p.action == "bet" else p.action
         said = words.get(key, p.action)
-        notes.append(f"{said} {p.amount:,}" if p.amount else said)
+        notes.append(f"{said} {number(p.amount)}" if p.amount else said)
     if p.timed_out:
         notes.append(f"({words['timed out']})")
     if p.showed:
         notes.append(p.showed)
     if p.won:
-        notes.append(f"{words['wins']} {p.won:,}")
-    bet = f"{p.bet:,}" if p.bet else ""
-    return (f"{button}{p.seat:>4}  {p.player:<16} {p.stack:>9,} {bet:>7}  {cards:<26} "
-            f"{' · '.join(notes)}").rstrip()
+        notes.append(f"{words['wins']} {number(p.won)}")
+    return [button, p.seat, p.player, p.stack, p.bet or None, cards, " · ".join(notes)]
 
 
 def _footer(entry: LobbyEntry, now_ms: int, lang: str) -> list[str]:

@@ -20,6 +20,7 @@ from studroom.domain.deck import SEED_BYTES
 from studroom.domain.events import Event
 from studroom.domain.simulate import STAKES, new_table
 from studroom.domain.table import Table
+from studroom.projections.lobby.activity import figures
 from studroom.projections.lobby.entry import LobbyEntry
 from studroom.projections.lobby.rendering import (
     DOWN_CARD,
@@ -98,12 +99,12 @@ def test_the_lobby_as_a_text_table() -> None:
         entries.append(entry)
     text = lobby_text(entries, T0 + 10 * 60_000)
     lines = text.splitlines()
-    assert lines[0] == LOBBY_HEADER and set(lines[1]) == {"-"}
+    assert lines[0].split()[:3] == list(LOBBY_HEADER[:3]) and lines[0].endswith("players")
+    assert set(lines[1]) == {"─"}
     t0 = next(line for line in lines if line.startswith("t0 "))
-    assert "Five Card Stud" in t0 and "20/40" in t0 and "200-4,000" in t0 and " 3/10 " in t0
-    assert f"{entries[0].hands:>7}" in t0 and "#2" in t0
-    seats = lines[lines.index(t0) + 1]
-    assert seats.strip().startswith("0:p0 ") and "2:p2" in seats
+    assert "Five Card Stud" in t0 and "20/40" in t0 and "200-4,000" in t0 and " 3/10 " in t0 and " #2 " in t0
+    assert f" {figures(entries[0], T0 + 10 * 60_000).hands_per_hour} " in t0
+    assert t0.endswith("2:p2 2,300") and "  0:p0 1,900  1:p1 " in t0
     assert lobby_text([], T0) == "no tables"
 
 
