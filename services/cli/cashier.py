@@ -25,6 +25,7 @@ import msgspec
 from studroom.domain.account import balance_change
 
 from ..runtime.arguments import positive_int
+from ..runtime.text import number, table
 from ..wire.cashier_protocol import CashierReply, Movement
 
 if TYPE_CHECKING:
@@ -111,12 +112,13 @@ def _print_balance(reply: CashierReply, args: argparse.Namespace, out: IO[str] =
     if reply.balance is None:        # a retried deposit found done: ask for the balance to see it
         print(f"{args.player}: done", file=out)
         return
-    print(f"{reply.player}: balance {reply.balance}, on its way to a table {reply.reserved}", file=out)
+    print(f"{reply.player}: balance {number(reply.balance)}, on its way to a table {number(reply.reserved or 0)}",
+          file=out)
 
 
-def movement_rows(movements: list[Movement]) -> list[list[str]]:
+def movement_rows(movements: list[Movement]) -> list[list[object]]:
     """One row per movement: version, time (UTC), kind, amount (signed), balance after, table, detail."""
-    rows = []
+    rows: list[list[object]] = []
     balance = 0
     for m in movements:
         e = m.event
@@ -126,7 +128,7 @@ def movement_rows(movements: list[Movement]) -> list[list[str]]:
         detail = getattr(e, "reference", "") or getattr(e, "reason", "") or (
             f"seat {e.seat}" if hasattr(e, "seat") else "")
         when = datetime.fromtimestamp(e.at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-        rows.append([str(m.version), when, type(e).__name__, str(change), str(balance), table, detail])
+        rows.append([m.version, when, type(e).__name__, change, balance, table, detail])
     return rows
 
 
@@ -140,8 +142,5 @@ def _print_movements(reply: CashierReply, args: argparse.Namespace, out: IO[str]
         writer.writerow(HEADER)
         writer.writerows(rows)
         return
-    widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(len(HEADER))]
-    for row in [HEADER, *rows]:
-        print("  ".join(cell.rjust(w) if cell.lstrip("-").isdigit() else cell.ljust(w)
-                        for cell, w in zip(row, widths)).rstrip(), file=out)
+    print(table(HEADER, rows), file=out)
     print(f"{args.player}: {len(rows)} movements", file=out)

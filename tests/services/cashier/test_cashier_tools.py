@@ -63,5 +63,7 @@ def test_a_statement_prints_as_text_or_csv() -> None:
     _print_movements(reply, argparse.Namespace(player="alice", csv=True), table)
     lines = text.getvalue().splitlines()
     assert lines[0].split()[:3] == ["version", "time", "(UTC)"] and lines[-1] == "alice: 7 movements"
+    assert lines[2].split()[:5] == ["1", "2025-12-01", "12:00:00", "Deposited", "5,000"]
     parsed = list(csv.reader(io.StringIO(table.getvalue())))
-    assert parsed[0] == HEADER and parsed[1:] == movement_rows(moved)
+    assert parsed[0] == HEADER and parsed[1:] == [["" if v is None else str(v) for v in row]
+                                                  for row in movement_rows(moved)]
