@@ -228,7 +228,7 @@ def test_an_operator_moves_money_from_the_command_line(stack: CashierStack, name
 
     deposit = cashier("deposit", alice, "2500", "--reference", "wire-7")
     assert deposit.returncode == 0, deposit.stderr
-    assert f"{alice}: balance 2500" in deposit.stdout
+    assert f"{alice}: balance 2,500" in deposit.stdout
     refused = cashier("withdraw", alice, "2501", "--reference", "payout-7")
     assert refused.returncode == 1 and INSUFFICIENT_FUNDS in refused.stderr
     statement = cashier("movements", alice, "--csv")
