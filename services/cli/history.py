@@ -21,6 +21,11 @@ from datetime import UTC, datetime
 
 from ..runtime.arguments import positive_int
 from ..runtime.settings import Settings
+from ..runtime.text import signed, table
+
+HANDS = ("played (UTC)", "table", "hand", "game", "stakes", "seat", "net", "won", "pots", "rake", "showdown")
+SESSIONS = ("from (UTC)", "to", "table", "game", "stakes", "hands", "net", "rake")
+TOTALS = ("game", "stakes", "sessions", "hands", "net", "rake paid")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -72,12 +77,9 @@ def _hands(args: argparse.Namespace) -> int:
     if not found:
         print(f"studroom history: no hands of {args.player}", file=sys.stderr)
         return 1
-    print(f"{'played (UTC)':<16}  {'table':<10} {'hand':>5}  {'game':<20} {'stakes':>9}  {'seat':>4} "
-          f"{'net':>8} {'won':>8} {'pots':>4} {'rake':>5}  showdown")
-    for h in found:
-        print(f"{_day(h.played_ms):<16}  {h.table_id:<10} {h.hand_no:>5}  {h.game:<20} "
-              f"{f'{h.small_bet}/{h.big_bet}':>9}  {h.seat:>4} {h.net:>+8} {h.won:>8} {h.pots_won:>4} "
-              f"{h.rake_paid:>5}  {'yes' if h.showdown else ''}")
+    rows = [[_day(h.played_ms), h.table_id, h.hand_no, h.game, f"{h.small_bet}/{h.big_bet}", h.seat, signed(h.net),
+             h.won, h.pots_won, h.rake_paid, h.showdown] for h in found]
+    print(table(HANDS, rows, right=("stakes", "net")))
     return 0
 
 
@@ -94,14 +96,12 @@ def _sessions(args: argparse.Namespace) -> int:
     if not found:
         print(f"studroom history: no sessions of {args.player}", file=sys.stderr)
         return 1
-    print(f"{'from (UTC)':<16}  {'to':<16}  {'table':<10} {'game':<20} {'stakes':>9} {'hands':>6} {'net':>9} {'rake':>6}")
-    for s in found:
-        print(f"{_day(s.first_ms):<16}  {_day(s.last_ms):<16}  {s.table_id:<10} {s.game:<20} "
-              f"{f'{s.small_bet}/{s.big_bet}':>9} {s.hands:>6} {s.net:>+9} {s.rake_paid:>6}")
-    print("totals per game and stakes:")
-    for t in totals:
-        print(f"  {t.game:<20} {f'{t.small_bet}/{t.big_bet}':>9}: {t.sessions} sessions, {t.hands} hands, "
-              f"net {t.net:+d}, rake paid {t.rake_paid}")
+    rows = [[_day(s.first_ms), _day(s.last_ms), s.table_id, s.game, f"{s.small_bet}/{s.big_bet}", s.hands,
+             signed(s.net), s.rake_paid] for s in found]
+    print(table(SESSIONS, rows, right=("stakes", "net")))
+    rows = [[t.game, f"{t.small_bet}/{t.big_bet}", t.sessions, t.hands, signed(t.net), t.rake_paid] for t in totals]
+    print()
+    print(table(TOTALS, rows, right=("stakes", "net"), title="totals per game and stakes:"))
     return 0
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import IO
 
 from rich import box
@@ -60,9 +60,12 @@ def cell(value: object) -> str:
     return str(value)
 
 
-def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, title: str | None = None) -> str:
-    """``rows`` under ``header``, a rule below the header, numbers to the right."""
-    numeric = [bool(rows) and all(_is_number(row[i]) for row in rows) for i in range(len(header))]
+def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, right: Collection[str] = (),
+          title: str | None = None) -> str:
+    """``rows`` under ``header``, a rule below the header, numbers to the right (and the
+    columns named in ``right``: figures already written as text, ``+1,200``, ``20/40``)."""
+    numeric = [name in right or (bool(rows) and all(_is_number(row[i]) for row in rows))
+               for i, name in enumerate(header)]
     drawn = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
     for name, right in zip(header, numeric, strict=True):
         drawn.add_column(name, justify="right" if right else "left", no_wrap=True)
