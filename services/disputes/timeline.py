@@ -5,6 +5,9 @@ he did, timeouts against their deadlines, every card, pots and rake), and the ve
 Seen as one player (``viewer``), the events are his copies (projections/history/
 seen.py): other players' down cards stay hidden (R23), and so does whatever a
 difference or the deck audit would tell about them.
+
+A timeline is a document, one line a step, not a table: only its chips follow the
+commands' one number format (services/runtime/text.py).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from studroom.domain.hands import config_of, turn_clock
 from studroom.domain.hand_record import seated_before
 from studroom.domain.seen import seen_by
 
+from ..runtime.text import number, signed
 from .checks import HandCheck
 from .differences import describe, fields_that_differ
 from .rerun import Difference, Step
@@ -219,18 +223,18 @@ class _Timeline:
     def acted(self, e: Acted, when: int | None) -> str:
         short = not e.full and e.action in ("complete", "bet", "raise")
         extra = (" all-in" if e.all_in else "") + (" (not a full bet, R16)" if short else "")
-        return f"{self.name(e.seat)} {e.action} {e.amount} (round total {e.to}){extra}"
+        return f"{self.name(e.seat)} {e.action} {number(e.amount)} (round total {number(e.to)}){extra}"
 
     def pot(self, e: PotAwarded, when: int | None) -> str:
         def shares(share: dict[int, int]) -> str:
-            return ", ".join(f"{self.name(s)} {chips}" for s, chips in sorted(share.items())) or "-"
+            return ", ".join(f"{self.name(s)} {number(chips)}" for s, chips in sorted(share.items())) or "-"
         low = f"; low: {shares(e.low)}" if e.low else ""
-        return (f"pot {e.pot} ({'main' if e.pot == 0 else 'side'}): {e.amount}, rake {e.rake}, eligible seats "
+        return (f"pot {e.pot} ({'main' if e.pot == 0 else 'side'}): {number(e.amount)}, rake {number(e.rake)}, eligible seats "
                 f"{', '.join(map(str, e.eligible))}; high: {shares(e.high)}{low}")
 
     def ended(self, e: HandEnded, when: int | None) -> str:
-        stacks = ", ".join(f"{s}: {chips} ({e.net[s]:+d})" for s, chips in sorted(e.stacks.items()))
-        return f"hand {e.hand_no} ends by {e.ended_on}: stacks {stacks}; rake {e.rake}"
+        stacks = ", ".join(f"{s}: {number(chips)} ({signed(e.net[s])})" for s, chips in sorted(e.stacks.items()))
+        return f"hand {e.hand_no} ends by {e.ended_on}: stacks {stacks}; rake {number(e.rake)}"
 
     def simple(self, e: Any, when: int | None) -> str:
         text = _SIMPLE[type(e)](e)
@@ -255,11 +259,11 @@ def _command(step: Step, hide: bool) -> str:
 
 _SIMPLE: Final[dict[type, Callable[[Any], str]]] = {
     TableOpened: lambda e: f"table {e.table_id} opens: {e.config.game}",
-    ChipsBought: lambda e: f"{{seat}} buys {e.amount} chips",
+    ChipsBought: lambda e: f"{{seat}} buys {number(e.amount)} chips",
     SitOutChanged: lambda e: "{seat} sits out" if e.sitting_out else "{seat} is back in",
-    PlayerLeft: lambda e: f"{{seat}} leaves, cashed out {e.cashed_out}",
+    PlayerLeft: lambda e: f"{{seat}} leaves, cashed out {number(e.cashed_out)}",
     LeaveRequested: lambda e: "{seat} leaves during the hand: his hand is folded",
-    AntePosted: lambda e: f"{{seat}} posts the ante {e.amount}" + (" (all-in)" if e.all_in else ""),
+    AntePosted: lambda e: f"{{seat}} posts the ante {number(e.amount)}" + (" (all-in)" if e.all_in else ""),
     AnteSkipped: lambda e: "{seat} posts no ante: sits out this hand (R5)",
     HandCancelled: lambda e: f"hand {e.hand_no} cancelled: {e.reason}; refunds {e.refunds}",
     AntesCollected: lambda e: f"antes collected; dealt in: seats {', '.join(map(str, e.seats))}",
@@ -269,7 +273,7 @@ _SIMPLE: Final[dict[type, Callable[[Any], str]]] = {
                             + (f", bring-in (door card {e.door_card})" if e.bring_in else "")
                             + (", open pair (R12)" if e.open_pair else ""),
     RoundEnded: lambda e: f"betting round of street {e.street} over"
-                          + (f"; {e.returned} uncalled returned to seat {e.returned_seat}" if e.returned else ""),
+                          + (f"; {number(e.returned)} uncalled returned to seat {e.returned_seat}" if e.returned else ""),
     Announced: lambda e: f"dealer: {{seat}}: {e.en}",
     ShowdownStarted: lambda e: f"showdown, in order: seats {', '.join(map(str, e.order))} (R21)",
     HandShown: lambda e: f"{{seat}} shows {' '.join(e.cards)}: {e.high}" + (f", {e.low}" if e.low else ""),
