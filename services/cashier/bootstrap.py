@@ -45,6 +45,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     from ..runtime.processes import observe, process
     from ..runtime.processes.credentials import credentials
     from ..runtime.processes.preflight import preflight
+    from ..runtime.processes.starting import until_started
     from ..runtime.servers.external_or_embedded import servers
     from ..store.postgres import PostgresEventStore
     from .metrics import cashier_lag, cashier_metrics
@@ -60,33 +61,35 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         if service is not None:
             service.reconnected()
 
-    with contextlib.ExitStack() as stack:
-        nats_url, database_url = stack.enter_context(servers(settings))
+    async def start(opened: contextlib.AsyncExitStack) -> CashierService:
+        """One attempt: the store, the connections, the preflight, the service started."""
         store = await asyncio.to_thread(PostgresEventStore, database_url, schema=args.schema,
                                         pool_size=4, max_overflow=4)
-        stack.callback(store.close)
+        opened.callback(store.close)
         nc = await process.connect(nats_url, f"studroom-cashier-{instance_id}",
                                    creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
-        door_nc = None
-        try:
-            await preflight(nc, sender=("service", SENDER))
-            door_nc = await process.connect_door(nats_url, settings, SENDER, f"studroom-cashier-{instance_id}")
-            service = CashierService(nc, store, instance_id=instance_id,
-                                     takeover_ms=int(args.takeover_after * 1000),
-                                     consumer=args.consumer, after_step=_crash_after(args.crash_after),
-                                     door_nc=door_nc)
-            await service.start()
-            observer.add(cashier_metrics(service))
-            observer.responder(service.door)
-            print(f"cashier {instance_id} ready: store {store.name}", flush=True)
-            await service.run(stop)
-            await service.close()
-            log.info("cashier stops", extra=fields(instance=instance_id, cash_outs=service.cash_outs.credited,
-                                                   buy_ins_resumed=service.recovery.resumed))
-        finally:
-            for connection in (c for c in (door_nc, nc) if c is not None):
-                with contextlib.suppress(Exception):
-                    await connection.drain()
+        opened.push_async_callback(process.drain, nc)
+        await preflight(nc, sender=("service", SENDER))
+        door_nc = await process.connect_door(nats_url, settings, SENDER, f"studroom-cashier-{instance_id}")
+        opened.push_async_callback(process.drain, door_nc)
+        started = CashierService(nc, store, instance_id=instance_id, takeover_ms=int(args.takeover_after * 1000),
+                                 consumer=args.consumer, after_step=_crash_after(args.crash_after),
+                                 door_nc=door_nc)
+        await started.start()
+        return started
+
+    async with contextlib.AsyncExitStack() as exits:
+        nats_url, database_url = exits.enter_context(servers(settings))
+        service = await until_started("cashier", exits, start, stop)
+        if service is None:
+            return
+        observer.add(cashier_metrics(service))
+        observer.responder(service.door)
+        print(f"cashier {instance_id} ready: store {args.schema}", flush=True)
+        await service.run(stop)
+        await service.close()
+        log.info("cashier stops", extra=fields(instance=instance_id, cash_outs=service.cash_outs.credited,
+                                               buy_ins_resumed=service.recovery.resumed))
 
 
 def _crash_after(step: str | None) -> Callable[[str], None] | None:

@@ -91,8 +91,10 @@ async def serve_relay(
     recorded (``--stores``; None when the schemas were named one by one)."""
     from ..runtime.processes.credentials import credentials
     from ..runtime.processes.preflight import preflight_url
+    from ..runtime.processes.starting import until_started
     from ..runtime.servers.external_or_embedded import servers
     from ..store.layout import check_recorded_layout
+    from ..store.postgres import PostgresEventStore
     from .relay import Relay
     from .store_relay import StoreRelay
 
@@ -102,51 +104,41 @@ async def serve_relay(
         raise ValueError("no store to relay")
     for schema in store_schemas:
         subjects.check_name(schema)
-    with contextlib.ExitStack() as exits:
+    creds = credentials(settings, "service", "relay")
+
+    async def start(opened: contextlib.AsyncExitStack) -> list[PostgresEventStore]:
+        """One attempt: the preflight, the recorded layout, the stores opened."""
+        await preflight_url(nats_url, creds, "relay")
+        if layout is not None:
+            await asyncio.to_thread(check_recorded_layout, database_url, layout)
+        stores = []
+        for schema in store_schemas:
+            store = await asyncio.to_thread(PostgresEventStore, database_url, schema=schema)
+            opened.callback(_close_quietly, store)
+            stores.append(store)
+        return stores
+
+    async with contextlib.AsyncExitStack() as exits:
         if settings.nats_url is None or settings.database_url is None:
             nats_url, database_url = exits.enter_context(servers(settings))
         else:
             nats_url, database_url = settings.nats_url, settings.database_url
-        await preflight_url(nats_url, credentials(settings, "service", "relay"), "relay")
-        if layout is not None:
-            await asyncio.to_thread(check_recorded_layout, database_url, layout)
-        stores: list[PostgresEventStore] = []
+        stores = await until_started("relay", exits, start, stop)
+        if stores is None:          # stopped before the stores opened: nothing relayed
+            return Relay(nats_url, [], config, creds=creds)
+        relay = Relay(nats_url, [StoreRelay(store, schema, config)
+                                 for store, schema in zip(stores, store_schemas, strict=True)],
+                      config, creds=creds)
+        if on_ready is not None:
+            on_ready(relay)
         try:
-            for schema in store_schemas:
-                stores.append(await _open_store(database_url, schema, config, stop))
-            relay = Relay(
-                nats_url,
-                [StoreRelay(store, schema, config) for store, schema in zip(stores, store_schemas, strict=True)],
-                config,
-                creds=credentials(settings, "service", "relay"),
-            )
-            if on_ready is not None:
-                on_ready(relay)
-            try:
-                await relay.serve(stop)
-            finally:
-                for store_relay in relay.stores:
-                    await store_relay.close()
-            return relay
+            await relay.serve(stop)
         finally:
-            for store in stores:
-                with contextlib.suppress(Exception):
-                    store.close()
+            for store_relay in relay.stores:
+                await store_relay.close()
+        return relay
 
 
-async def _open_store(database_url: str, schema: str, config: RelayConfig, stop: asyncio.Event) -> PostgresEventStore:
-    """Open a store, retrying with backoff until PostgreSQL answers (or ``stop``)."""
-    from ..store.postgres import PostgresEventStore
-    from .bus import pause
-
-    backoff = config.backoff_initial
-    while True:
-        try:
-            return await asyncio.to_thread(PostgresEventStore, database_url, schema=schema)
-        except Exception as error:
-            log.warning("relay: cannot open store %s: %r; retrying", schema, error)
-            await pause(stop, backoff)
-            if stop.is_set():
-                raise
-            backoff = min(backoff * 2, config.backoff_max)
-
+def _close_quietly(store: PostgresEventStore) -> None:
+    with contextlib.suppress(Exception):
+        store.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..runtime.retry import Backoff
+
 
 @dataclass(frozen=True)
 class RelayConfig:
@@ -17,8 +19,7 @@ class RelayConfig:
     private_max_bytes: int = 1 << 30        # bytes the private stream keeps at most (oldest dropped)
     public_max_bytes: int = 4 << 30         # bytes the public stream keeps at most (oldest dropped)
     replicas: int = 1               # stream and KV replicas (production: 3)
-    backoff_initial: float = 0.1    # retries: 0.1 s, doubling up to backoff_max
-    backoff_max: float = 2.0
+    backoff: Backoff = Backoff(first=0.1, longest=2.0)   # retries: 0.1 s doubling to 2 s, jittered
     connect_timeout: float = 2.0
     request_timeout: float = 5.0    # JetStream API requests
     position_interval: float = 0.05  # seconds: how often a busy relay writes its position

@@ -2,8 +2,9 @@
 
 A connection is used until its first failure (no automatic reconnect, which would
 resend buffered messages behind a gap): the session then ends, the relay backs off
-(0.1 s doubling to 2 s), connects anew and every store recovers its position. See
-docs/design/relay.md; ``bootstrap.py`` builds a relay from the settings.
+(``RelayConfig.backoff``: 0.1 s doubling to 2 s, jittered), connects anew and every
+store recovers its position. See docs/design/relay.md; ``bootstrap.py`` builds a
+relay from the settings.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class Relay:
 
     async def serve(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
-        backoff = self.config.backoff_initial
+        pauses = self.config.backoff.pauses()
         waker = asyncio.ensure_future(self._wake_on(stop))
         try:
             while not stop.is_set():
@@ -62,11 +63,11 @@ class Relay:
                     raise
                 except Exception as error:
                     if self.connected_at is not None and self.connected_at >= started:
-                        backoff = self.config.backoff_initial   # it was up: retry soon
+                        pauses = self.config.backoff.pauses()   # it was up: retry soon
+                    backoff = next(pauses)
                     log.warning("relay: NATS session ended: %s; reconnecting in %.1fs", error, backoff,
                                 exc_info=not isinstance(error, (BusError, OSError, nats.errors.Error)))
                     await pause(stop, backoff)
-                    backoff = min(backoff * 2, self.config.backoff_max)
         finally:
             waker.cancel()
 

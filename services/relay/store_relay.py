@@ -120,7 +120,7 @@ class StoreRelay:
         raises BusError when NATS fails (the caller reconnects); store errors are
         retried here with backoff."""
         self.outbox.max_payload = publisher.max_payload
-        backoff = self.config.backoff_initial
+        pauses = self.config.backoff.pauses()
         while not stop.is_set():
             try:
                 await self._recover_and_follow(js, kv, dead, stop, publisher)
@@ -129,10 +129,10 @@ class StoreRelay:
             except Exception as error:
                 level = logging.WARNING if isinstance(error, Conflict) else logging.ERROR
                 expected = (Conflict, RelayError, OSError, PersistenceError, psycopg.Error)
+                backoff = next(pauses)
                 log.log(level, "relay %s: %r; retrying in %.1fs", self.name, error, backoff,
                         exc_info=not isinstance(error, expected))
                 await pause(stop, backoff)
-                backoff = min(backoff * 2, self.config.backoff_max)
 
     async def _recover_and_follow(self, js: Any, kv: Any, dead: Any, stop: asyncio.Event,
                                   publisher: Publisher) -> None:

@@ -95,6 +95,7 @@ async def serve_table(
     from ..runtime.processes import process
     from ..runtime.processes.credentials import credentials
     from ..runtime.processes.preflight import preflight
+    from ..runtime.processes.starting import until_started
     from ..runtime.servers.external_or_embedded import servers
     from ..store.layout import check_recorded_layout
     from ..store.postgres import PostgresEventStore
@@ -102,8 +103,9 @@ async def serve_table(
 
     stop = stop or asyncio.Event()
     instance_id = instance_id or default_instance()
-    with contextlib.ExitStack() as stack:
-        nats_url, database_url = stack.enter_context(servers(settings))
+
+    async def start(opened: contextlib.AsyncExitStack) -> TableService:
+        """One attempt: the stores, the connections, the preflight, the service started."""
         await asyncio.to_thread(check_recorded_layout, database_url, stores, schema_prefix)
         event_stores = []
         for j in range(stores):
@@ -111,25 +113,27 @@ async def serve_table(
                 PostgresEventStore, database_url, schema=store_schema(j, schema_prefix),
                 pool_size=2, max_overflow=2,
             )
-            stack.callback(store.close)
+            opened.callback(store.close)
             event_stores.append(store)
         nc = await process.connect(nats_url, f"studroom-table-{instance_id}",
                                    creds=credentials(settings, "service", "table"))
+        opened.push_async_callback(process.drain, nc)
         await preflight(nc, sender=("service", "table"), partitions=partitions)
         door_nc = await process.connect_door(nats_url, settings, "table", f"studroom-table-{instance_id}")
+        opened.push_async_callback(process.drain, door_nc)
         service = TableService(
             nc, event_stores, instance_id=instance_id, partitions=partitions, pause_ms=pause_ms,
             lease_ttl=lease_ttl, lease_bucket=lease_bucket, replicas=replicas, door_nc=door_nc,
         )
-        try:
-            await service.start()
-            if on_ready is not None:
-                on_ready(service)
-            await stop.wait()
-        finally:
-            try:
-                await service.close()
-            finally:
-                for connection in (door_nc, nc):
-                    with contextlib.suppress(Exception):
-                        await connection.drain()
+        opened.push_async_callback(service.close)
+        await service.start()
+        return service
+
+    async with contextlib.AsyncExitStack() as exits:
+        nats_url, database_url = exits.enter_context(servers(settings))
+        service = await until_started("table", exits, start, stop)
+        if service is None:
+            return
+        if on_ready is not None:
+            on_ready(service)
+        await stop.wait()

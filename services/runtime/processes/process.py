@@ -295,6 +295,12 @@ async def connect_door(servers: str, settings: Settings, service: str, name: str
     return await connect(servers, f"{name}-door", creds=door_credentials(settings, service), **options)
 
 
+async def drain(nc: Any) -> None:
+    """Drain a connection on the way out, whatever state it is in (the process ends anyway)."""
+    with contextlib.suppress(Exception):
+        await nc.drain()
+
+
 def tls_options(servers: str, ca: Path | None = None) -> dict[str, Any]:
     """nats-py's TLS options for ``servers``: none for plain ``nats://`` URLs without a
     CA; else the servers' certificates checked against ``ca`` (default

@@ -1,6 +1,7 @@
 """The room's services as child processes: ``studroom serve table|relay|timer|cashier``,
 each in its own session (Ctrl-C reaches only the parent) with its log in a folder,
-started again with back-off when one dies (``supervise``, which the room calls), stopped
+started again after a :data:`~..retry.RESTART` pause when one dies (``supervise``,
+which the room calls), stopped
 in order with SIGTERM.  Each connects to NATS as its own service identity
 (``STUDROOM_NATS_CREDS``, issued by the room's Authority).  docs/design/room.md."""
 
@@ -11,12 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import IO
 
 from ...auth.authority import Authority
 from ...store.layout import store_schemas
+from ..retry import RESTART
 from ..settings import NATS_CREDS_VAR, Settings
 
 SERVE = (sys.executable, "-m", "studroom.services.cli", "serve")
@@ -34,31 +37,31 @@ def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str
     return env
 
 
-BACKOFF_FIRST = 0.5      # seconds before a dead child is started again ...
-BACKOFF_MAX = 10.0       # ... doubling after each death up to this
-HEALTHY_AFTER = 60.0     # a child that lived this long starts again after BACKOFF_FIRST
+HEALTHY_AFTER = 60.0     # a child that lived this long starts again after RESTART's first pause
 
 
 @dataclass
 class Life:
-    """A child's restarts: how many, and when the dead child starts again."""
+    """A child's restarts: how many, and when the dead child starts again (the pauses
+    of :data:`~..retry.RESTART`: 0.5 s doubling to 10 s, jittered, from the first
+    again once the child lived :data:`HEALTHY_AFTER`)."""
 
     command: list[str]
     since: float                       # (monotonic) started
     restarts: int = 0
-    backoff: float = BACKOFF_FIRST
     again_at: float | None = None      # dead: start again then
+    pauses: Iterator[float] = field(default_factory=RESTART.pauses, repr=False)
 
     def due(self, now: float, exit_code: int, log_file: IO[bytes]) -> bool:
         """The child is dead: whether to start it again now (the first time it is seen
-        dead, its back-off begins and its log says so)."""
+        dead, its pause begins and its log says so)."""
         if self.again_at is None:
             if now - self.since >= HEALTHY_AFTER:
-                self.backoff = BACKOFF_FIRST
-            self.again_at = now + self.backoff
-            log_file.write(f"=== exited with {exit_code}; starting again in {self.backoff:g} s\n".encode())
+                self.pauses = RESTART.pauses()
+            pause = next(self.pauses)
+            self.again_at = now + pause
+            log_file.write(f"=== exited with {exit_code}; starting again in {pause:.2f} s\n".encode())
             log_file.flush()
-            self.backoff = min(self.backoff * 2, BACKOFF_MAX)
         return now >= self.again_at
 
     def started(self, now: float) -> None:

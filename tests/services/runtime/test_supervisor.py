@@ -8,10 +8,9 @@ import time
 from pathlib import Path
 
 from studroom.services.cli.main import build_parser
+from studroom.services.runtime.retry import RESTART
 from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.processes.supervisor import (
-    BACKOFF_FIRST,
-    BACKOFF_MAX,
     HEALTHY_AFTER,
     SERVE,
     Life,
@@ -117,21 +116,21 @@ def test_a_service_that_died_is_reported(tmp_path: Path) -> None:
 def test_a_dead_child_starts_again_after_a_back_off_that_doubles(tmp_path: Path) -> None:
     services = StandIns(tmp_path, exit_code=3)
     services.start()
+    first = RESTART.first
     try:
         for _, proc, _ in services.procs:
             proc.wait(timeout=20)
         t = time.monotonic()
         assert services.supervise(t) == []                      # seen dead: back-off begins
-        assert services.supervise(t + BACKOFF_FIRST - 0.01) == []
-        assert services.supervise(t + BACKOFF_FIRST) == ["room-table-1", "room-table-2", "room-relay"]
+        assert services.supervise(t + first / 2 - 0.01) == []   # jittered: half of it at least
+        assert services.supervise(t + first) == ["room-table-1", "room-table-2", "room-relay"]
         assert services.restarts() == {"room-table-1": 1, "room-table-2": 1, "room-relay": 1}
         for _, proc, _ in services.procs:
             proc.wait(timeout=20)
-        t += BACKOFF_FIRST
+        t += first
         services.supervise(t)
-        assert services.supervise(t + BACKOFF_FIRST) == []      # doubled: 1 s now
-        assert len(services.supervise(t + 2 * BACKOFF_FIRST)) == 3
-        assert services.lives["room-relay"].backoff == 4 * BACKOFF_FIRST
+        assert services.supervise(t + first - 0.01) == []      # doubled: between 0.5 and 1 s now
+        assert len(services.supervise(t + 2 * first)) == 3
         assert services.dead() == []      # the new ones may not have exited yet ...
     finally:
         services.stop()
@@ -146,12 +145,15 @@ def test_the_back_off_is_at_most_its_maximum_and_starts_over_after_a_healthy_min
         for _ in range(8):
             now += 1.0                                   # dies a second after its start
             assert not life.due(now, 1, log)
+            assert life.again_at is not None
             backoffs.append(life.again_at - now)
             now = life.again_at
             assert life.due(now, 1, log)
             life.started(now)
         now += HEALTHY_AFTER                             # lived a minute: back to the first
         life.due(now, 1, log)
-        assert life.again_at == now + BACKOFF_FIRST
-    assert backoffs == [0.5, 1, 2, 4, 8, BACKOFF_MAX, BACKOFF_MAX, BACKOFF_MAX]
+        assert life.again_at is not None and life.again_at - now <= RESTART.first
+    ceilings = [0.5, 1, 2, 4, 8, 10, 10, 10]             # RESTART: 0.5 s doubling to 10 s ...
+    assert [RESTART.ceiling(k) for k in range(8)] == ceilings
+    assert all(c / 2 <= b <= c for b, c in zip(backoffs, ceilings, strict=True)), backoffs   # ... jittered
     assert life.restarts == 8
