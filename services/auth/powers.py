@@ -13,9 +13,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-
 from ..wire import subjects
-from ..wire.subjects import DEAD_LETTER_BUCKET, LEASE_BUCKET, LOBBY_BUCKET
+from ..wire.subjects import DEAD_LETTER_BUCKET, JETSTREAM, LEASE_BUCKET, LOBBY_BUCKET, RELAY_BUCKET
 
 SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history", "ledger")
 DOOR = "-door"                  # a service's second identity: its connection that answers requests
@@ -38,11 +37,7 @@ class Powers:
 
 
 # Anyone may ask the lobby (in his own name) and follow its bucket's writes (a live lobby without JetStream).
-_LOBBY_READ = (subjects.lobby_changes(LOBBY_BUCKET),)
-
-
-def _inbox(role: str, name: str) -> str:
-    return subjects.inbox_prefix(role, name) + ".>"
+_LOBBY_READ = (subjects.lobby_changes(),)
 
 
 def player(name: str) -> Powers:
@@ -50,7 +45,7 @@ def player(name: str) -> Powers:
     return Powers(
         publish=[subjects.commands_as("player", name), subjects.cashier_requests("player", name),
                  subjects.lobby_query("player", name), subjects.history_requests("player", name)],
-        subscribe=[subjects.all_public_events(), subjects.player_private_events(name), _inbox("player", name),
+        subscribe=[subjects.all_public_events(), subjects.player_private_events(name), subjects.inbox("player", name),
                    *_LOBBY_READ],
     )
 
@@ -62,14 +57,14 @@ def operator(name: str) -> Powers:
         publish=[subjects.commands_as("operator", name), subjects.cashier_requests("operator", name),
                  subjects.lobby_query("operator", name), subjects.history_requests("operator", name),
                  subjects.DISCOVERY, subjects.health_as("operator", name)],
-        subscribe=[subjects.all_public_events(), _inbox("operator", name), *_LOBBY_READ],
+        subscribe=[subjects.all_public_events(), subjects.inbox("operator", name), *_LOBBY_READ],
     )
 
 
 def spectator(name: str) -> Powers:
     """Public events and the lobby only; may send no command."""
     return Powers(publish=[subjects.lobby_query("spectator", name)],
-                  subscribe=[subjects.all_public_events(), _inbox("spectator", name), *_LOBBY_READ])
+                  subscribe=[subjects.all_public_events(), subjects.inbox("spectator", name), *_LOBBY_READ])
 
 
 def service(name: str) -> Powers:
@@ -88,7 +83,7 @@ def service(name: str) -> Powers:
 # Each of these buckets is written and managed by its service alone, and each of these
 # streams managed by its service alone: another service's JetStream powers ($JS.>) may
 # read them (and consume the streams), not purge, delete or rewrite them (issue 16).
-_OWNED_BUCKETS = {"table": LEASE_BUCKET, "relay": subjects.RELAY_BUCKET, "lobby": LOBBY_BUCKET}
+_OWNED_BUCKETS = {"table": LEASE_BUCKET, "relay": RELAY_BUCKET, "lobby": LOBBY_BUCKET}
 _OWNED_STREAMS = {"relay": (subjects.PUBLIC_STREAM, subjects.PRIVATE_STREAM), "timer": (subjects.TIMER_STREAM,)}
 _MANAGING = ("CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE")
 
@@ -96,64 +91,64 @@ _MANAGING = ("CREATE", "UPDATE", "DELETE", "PURGE", "RESTORE", "MSG.DELETE")
 def _others_buckets(name: str) -> list[str]:
     """What service ``name`` may not publish: writes to other services' buckets, and
     the JetStream requests that would manage their buckets' and their own streams."""
-    buckets = {owner: [f"KV_{bucket}"] for owner, bucket in _OWNED_BUCKETS.items()}
+    buckets = {owner: [subjects.bucket_stream(bucket)] for owner, bucket in _OWNED_BUCKETS.items()}
     streams = {owner: [*buckets.get(owner, []), *_OWNED_STREAMS.get(owner, ())]
                for owner in {*buckets, *_OWNED_STREAMS}}
-    return [*(f"$KV.{bucket}.>" for owner, bucket in _OWNED_BUCKETS.items() if owner != name),
-            *(f"$JS.API.STREAM.{api}.{stream}" for owner in sorted(streams) if owner != name
+    return [*(subjects.bucket_writes(bucket) for owner, bucket in _OWNED_BUCKETS.items() if owner != name),
+            *(subjects.stream_api(api, stream) for owner in sorted(streams) if owner != name
               for stream in streams[owner] for api in _MANAGING)]
-
-
-_OPERATOR_INBOXES = "_INBOX.operator.>"
-_CONSUMER_INFO = "$JS.API.CONSUMER.INFO.>"
 
 
 def _door_powers(name: str) -> Powers:
     _own_powers(name)                      # a service's door, or none
     asked = {
-        "table": [f"{subjects.PREFIX}.pcmd.>"],
+        "table": [subjects.all_commands()],
         "cashier": [subjects.all_cashier_requests()],
         "lobby": [subjects.all_lobby_queries()],
         "history": [subjects.all_history_requests()],
     }.get(name, [])
     # its observer reads its consumers' lag too: a read-only JetStream request, whose
     # answer comes to the door's own inbox
-    return Powers(publish=["_INBOX.>" if asked else _OPERATOR_INBOXES, _CONSUMER_INFO],
+    return Powers(publish=[subjects.all_inboxes() if asked else subjects.role_inboxes("operator"),
+                           subjects.CONSUMER_INFO],
                   subscribe=[*asked, subjects.DISCOVERY, subjects.health_asked(name),
-                             _inbox("service", door_identity(name))])
-_DEAD_LETTERS = f"$KV.{DEAD_LETTER_BUCKET}.>"     # a JetStream consumer sets messages aside
+                             subjects.inbox("service", door_identity(name))])
+
+
+_DEAD_LETTERS = subjects.bucket_writes(DEAD_LETTER_BUCKET)     # a JetStream consumer sets messages aside
 
 
 def _own_powers(name: str) -> Powers:
-    own_inbox = _inbox("service", name)
+    own_inbox = subjects.inbox("service", name)
     if name == "table":
         return Powers(
-            publish=["$JS.>", f"$KV.{LEASE_BUCKET}.>", f"{subjects.PREFIX}.relay.nudge.>",
+            publish=[JETSTREAM, subjects.bucket_writes(LEASE_BUCKET), subjects.all_relay_nudges(),
                      subjects.preflight_probe("service", name)],
             subscribe=[own_inbox, subjects.preflight_probe("service", name)],
         )
     if name == "relay":
         return Powers(
-            publish=["$JS.>", f"$KV.{subjects.RELAY_BUCKET}.>", _DEAD_LETTERS,
+            publish=[JETSTREAM, subjects.bucket_writes(RELAY_BUCKET), _DEAD_LETTERS,
                      subjects.all_public_events(),
                      subjects.all_private_events()],
-            subscribe=[f"{subjects.PREFIX}.relay.nudge.>", own_inbox],
+            subscribe=[subjects.all_relay_nudges(), own_inbox],
         )
     if name == "timer":
         return Powers(
-            publish=["$JS.>", f"{subjects.PREFIX}.timer.>", subjects.commands_as("service", "timer"), _DEAD_LETTERS],
-            subscribe=[own_inbox, subjects.preflight_probe("service", name), f"{subjects.PREFIX}.timer.turn.*"],
+            publish=[JETSTREAM, subjects.all_timer_subjects(), subjects.commands_as("service", "timer"),
+                     _DEAD_LETTERS],
+            subscribe=[own_inbox, subjects.preflight_probe("service", name), subjects.all_turn_notices()],
         )
     if name == "projections":           # a read-side tool's: reads the streams and buckets, writes none
-        return Powers(publish=["$JS.>"], subscribe=[own_inbox])
+        return Powers(publish=[JETSTREAM], subscribe=[own_inbox])
     if name == "lobby":
-        return Powers(publish=["$JS.>", f"$KV.{LOBBY_BUCKET}.>", subjects.commands_as("service", "lobby"),
-                               _DEAD_LETTERS],
+        return Powers(publish=[JETSTREAM, subjects.bucket_writes(LOBBY_BUCKET),
+                               subjects.commands_as("service", "lobby"), _DEAD_LETTERS],
                       subscribe=[own_inbox, subjects.preflight_probe("service", name)])
     if name == "history":                 # serves requests only: all on its door
         return Powers(publish=[], subscribe=[])
     if name == "cashier":
-        return Powers(publish=["$JS.>", subjects.commands_as("service", "cashier"), _DEAD_LETTERS],
+        return Powers(publish=[JETSTREAM, subjects.commands_as("service", "cashier"), _DEAD_LETTERS],
                       subscribe=[own_inbox, subjects.preflight_probe("service", name)])
     if name == "ledger":                  # reads and writes PostgreSQL only: no power on NATS but being observed
         return Powers(publish=[], subscribe=[])

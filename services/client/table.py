@@ -6,7 +6,7 @@ services; bots, tests, tools).
     if not reply.ok: print(reply.error.code)
     view = await client.view("t1")      # the table as alice may see it (her down cards too)
 
-``nc`` is connected with that identity's credentials (``runtime.process.connect``):
+``nc`` is connected with that identity's credentials (``runtime/processes/process.connect``):
 the client sends to its own command subject, ``subjects.command_from(role, name,
 table)``, the only one the NATS server lets it publish to, and the table service reads
 the sender from that subject.
@@ -33,15 +33,11 @@ from studroom.domain.errors import DUPLICATE_COMMAND
 from studroom.domain.views import TableView
 
 from ..wire import protocol, subjects
-from ..wire.protocol import ErrorBody, Reply
+from ..wire.protocol import Reply
 from .ids import CommandIds
 from .requests import Requests
 
 C = TypeVar("C", bound=Command)
-
-
-def _refusal(code: str, message: str) -> Reply:
-    return Reply(ok=False, error=ErrorBody(code, message))
 
 
 def _carried_out(reply: Reply) -> Reply | None:
@@ -69,7 +65,7 @@ class TableClient:
         self.role = role
         self.name = subjects.check_name(name)
         self.ids = ids or CommandIds()
-        self.requests = Requests(nc, retry_for=retry_for, decode=protocol.decode_reply, refusal=_refusal,
+        self.requests = Requests(nc, retry_for=retry_for, decode=protocol.decode_reply, refusal=protocol.refusal,
                                  carried_out=_carried_out)
         self._sending: dict[str, asyncio.Lock] = {}      # per table: one command at a time
 

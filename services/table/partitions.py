@@ -135,9 +135,10 @@ class LeaseManager:
             except jserr.APIError:      # created meanwhile by another instance
                 self.kv = await self.js.key_value(self.bucket)  # type: ignore[attr-defined]
         # Bounded, also a bucket made before the bounds (its TTL is kept: below).
-        await ensure_limits(self.js, api.StreamConfig(name=f"KV_{self.bucket}", max_bytes=LEASE_MAX_BYTES,
-                                                      max_msg_size=LEASE_MAX_VALUE, discard=None))
-        info = await self.js.stream_info(f"KV_{self.bucket}")  # type: ignore[attr-defined]
+        await ensure_limits(self.js, api.StreamConfig(name=subjects.bucket_stream(self.bucket),
+                                                      max_bytes=LEASE_MAX_BYTES, max_msg_size=LEASE_MAX_VALUE,
+                                                      discard=None))
+        info = await self.js.stream_info(subjects.bucket_stream(self.bucket))  # type: ignore[attr-defined]
         if info.config.max_age:
             if abs(info.config.max_age - self.ttl) > 1e-3:
                 log.warning("lease bucket %s has TTL %.3fs (asked for %.3fs): using it",

@@ -14,6 +14,8 @@ import nats.errors
 import nats.js.errors
 from nats.js.api import ConsumerConfig, DiscardPolicy, KeyValueConfig, StreamConfig
 
+from .subjects import bucket_stream
+
 log = logging.getLogger("studroom.declared")
 
 # What a declaration keeps up to date on an existing stream (its limits and switches);
@@ -110,7 +112,7 @@ def bucket_limits(bucket: KeyValueConfig, discard: DiscardPolicy | None = None) 
     """What a declaration keeps up to date on a KV bucket's stream: its bounds (bytes,
     a value's size, age) and, if given, what goes when it is full (the client creates
     every bucket refusing new writes)."""
-    return StreamConfig(name=f"KV_{bucket.bucket}", max_bytes=bucket.max_bytes, max_msg_size=bucket.max_value_size,
+    return StreamConfig(name=bucket_stream(bucket.bucket), max_bytes=bucket.max_bytes, max_msg_size=bucket.max_value_size,
                         max_age=bucket.ttl, discard=discard)
 
 

@@ -43,7 +43,7 @@ log = logging.getLogger("studroom.door")
 
 LOG_EVERY: Final = 60.0          # seconds between two log lines about one sender's misdirected replies
 MAX_SENDERS: Final = 100_000     # buckets kept at most (the least recently seen go first)
-INBOX: Final = "_INBOX."
+INBOX: Final = subjects.INBOXES + "."
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ def refusal(retry_after_ms: int) -> bytes:
 
 def identity_of(nc: Any) -> tuple[str, str] | None:
     """The (role, name) ``nc`` connected as, from its inbox (``_INBOX.<role>.<name>``,
-    as ``runtime.process.connect`` sets it from the credentials); None without one."""
+    as ``runtime/processes/process.connect`` sets it from the credentials); None without one."""
     parts = nc.new_inbox().split(".")
     if len(parts) >= 4 and parts[1] in (*subjects.ROLES, "spectator") and subjects.is_name(parts[2]):
         return parts[1], parts[2]

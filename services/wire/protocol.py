@@ -80,8 +80,12 @@ def ok(version: int) -> bytes:
     return _encoder.encode(Reply(ok=True, version=version))
 
 
+def refusal(code: str, message: str) -> Reply:
+    return Reply(ok=False, error=ErrorBody(code, message))
+
+
 def error(code: str, message: str) -> bytes:
-    return _encoder.encode(Reply(ok=False, error=ErrorBody(code, message)))
+    return _encoder.encode(refusal(code, message))
 
 
 def decode_reply(data: bytes) -> Reply:

@@ -22,6 +22,7 @@ import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .dead_letters import DeadLetters, Undelivered
+from .subjects import consumer_next
 
 log = logging.getLogger("studroom.pull")
 
@@ -210,7 +211,7 @@ class PullLoop:
     async def run(self, stop: asyncio.Event) -> None:
         inbox = self.nc.new_inbox()
         sub = await self.nc.subscribe(inbox, cb=self._on_msg)
-        next_api = f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.consumer}"
+        next_api = consumer_next(self.stream, self.consumer)
         stopper = asyncio.create_task(stop.wait())
         try:
             while not stop.is_set():

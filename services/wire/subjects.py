@@ -1,4 +1,4 @@
-"""Every NATS subject and stream name Studroom uses, built in this ONE module.
+"""Every NATS subject, stream and bucket name Studroom uses, built in this ONE module.
 
 Commands (request/reply; who may send what: docs/design/trust.md)
     Each sender sends to a subject of his role that ends in his own name:
@@ -36,6 +36,8 @@ Timers (JetStream stream ``STUDROOM_TIMERS``, written only by the timer service)
     ``studroom.timer.sched.<table_id>``    the table's one pending timer (a message
                                            schedule: ``Nats-Schedule: @at <time>``)
     ``studroom.timer.fire.<table_id>``     where the server publishes it when due
+    ``studroom.timer.turn.<table_id>``     core NATS, instance to instance: "this table's
+                                           turn N is set in my wheel" (drop your older one)
 
 Discovery and health (NATS micro: docs/design/observability.md)
     ``$SRV.PING|INFO|STATS[.<name>[.<id>]]``  every service instance answers
@@ -46,6 +48,12 @@ The lobby (KV bucket ``studroom_lobby``, written only by the lobby service)
                                            in his own name)
     ``$KV.studroom_lobby.<table_id>``      every write of a table's entry (anyone may
                                            subscribe: a live lobby without JetStream)
+
+The server's own subjects, as our permissions and clients name them
+    ``_INBOX.<role>.<name>.*``             a user's replies (above)
+    ``$KV.<bucket>.<key>``                 a write of a KV bucket's key; the bucket is the
+                                           stream ``KV_<bucket>``
+    ``$JS.API.>``                          JetStream's API (only services may use it)
 
 Ids used in subjects are names (studroom.domain.names): 1..64 letters, digits, ``_``
 and ``-``.
@@ -97,6 +105,11 @@ def commands_in_partition(partition: int) -> str:
     return f"{PREFIX}.pcmd.{partition}.>"
 
 
+def all_commands() -> str:
+    """Every sender's commands in every partition (the table service's door answers them)."""
+    return f"{PREFIX}.pcmd.>"
+
+
 def commands_as(role: str, name: str) -> str:
     """The one (mapped) subject pattern a user may publish commands to: his own."""
     return f"{PREFIX}.pcmd.*.*.{role}.{check_name(name)}"
@@ -107,7 +120,7 @@ PREFLIGHT_TABLE = "studroom_preflight"    # the table id of the start-up check o
 
 def preflight_probe(role: str, name: str) -> str:
     """Where a sender's probe command lands when the server maps it (the start-up
-    check, ``runtime/preflight.py``): he may publish and read only his own."""
+    check, ``runtime/processes/preflight.py``): he may publish and read only his own."""
     return f"{PREFIX}.pcmd.*.{PREFLIGHT_TABLE}.{role}.{check_name(name)}"
 
 
@@ -120,9 +133,27 @@ def sender_of(subject: str) -> tuple[str, str, str]:
     return check_name(parts[3]), parts[4], check_name(parts[5])
 
 
+INBOXES = "_INBOX"
+
+
 def inbox_prefix(role: str, name: str) -> str:
     """A user's own reply inbox (nats-py ``inbox_prefix``): only he may read it."""
-    return f"_INBOX.{role}.{check_name(name)}"
+    return f"{INBOXES}.{role}.{check_name(name)}"
+
+
+def inbox(role: str, name: str) -> str:
+    """Every reply to ``name`` (what he subscribes to)."""
+    return f"{inbox_prefix(role, name)}.>"
+
+
+def role_inboxes(role: str) -> str:
+    """Every reply to any user of ``role``."""
+    return f"{INBOXES}.{role}.>"
+
+
+def all_inboxes() -> str:
+    """Every reply to anyone (a door that answers players, spectators and operators)."""
+    return f"{INBOXES}.>"
 
 
 def public_events(table_id: str) -> str:
@@ -195,24 +226,52 @@ HISTORY_ROLES = HISTORY.roles
 history_requests, all_history_requests, history_sender = HISTORY.of, HISTORY.every, HISTORY.sender
 
 
+# JetStream KV buckets: each is written by one service alone (services/auth/powers.py)
+
+RELAY_BUCKET = "studroom_relay"       # the relay's (services/relay/): one position record per event store
+DEAD_LETTER_BUCKET = "studroom_dead_letters"   # one record per message set aside (wire/dead_letters.py)
+LEASE_BUCKET = "studroom_leases"      # the table service's (services/table/partitions.py): key = partition,
+                                      # value = the instance holding it
+LOBBY_BUCKET = "studroom_lobby"       # the lobby's (projections/lobby/): key = table id, value = a
+                                      # LobbyEntry (projections/lobby/entry.py)
+
+
+def bucket_writes(bucket: str) -> str:
+    """Every write of a KV bucket's keys (a KV put is a publish here)."""
+    return f"$KV.{bucket}.>"
+
+
+def bucket_stream(bucket: str) -> str:
+    """The JetStream stream that holds a KV bucket."""
+    return f"KV_{bucket}"
+
+
+# JetStream's API, where permissions and pull consumers name it
+
+JETSTREAM = "$JS.>"                   # all of JetStream: a service's power
+CONSUMER_INFO = "$JS.API.CONSUMER.INFO.>"     # read-only: a consumer's state (its lag)
+
+
+def stream_api(api: str, stream: str) -> str:
+    """A JetStream request about one stream (``api``: ``CREATE``, ``PURGE``, ...)."""
+    return f"$JS.API.STREAM.{api}.{stream}"
+
+
+def consumer_next(stream: str, consumer: str) -> str:
+    """Where a pull consumer's client asks for its next messages."""
+    return f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+
+
 # The relay (services/relay/)
-
-RELAY_BUCKET = "studroom_relay"       # JetStream KV: one position record per event store
-DEAD_LETTER_BUCKET = "studroom_dead_letters"   # JetStream KV: one record per message set aside (wire/dead_letters.py)
-
-# The table service's partition leases (services/table/partitions.py)
-
-LEASE_BUCKET = "studroom_leases"      # JetStream KV: key = partition, value = the instance holding it
-
-# The lobby's entries (projections/lobby/)
-
-LOBBY_BUCKET = "studroom_lobby"       # JetStream KV: key = table id, value = a LobbyEntry (entry.py)
-
 
 def relay_nudge(store: str) -> str:
     """Core NATS (no JetStream): the table service publishes here after each commit to
     store ``store`` (its schema name, e.g. ``studroom_p3``) so the relay reads at once."""
     return f"{PREFIX}.relay.nudge.{check_name(store)}"
+
+
+def all_relay_nudges() -> str:
+    return f"{PREFIX}.relay.nudge.>"
 
 
 # The timer service (services/timer/)
@@ -237,6 +296,20 @@ def all_timer_schedules() -> str:
 
 def all_timer_fires() -> str:
     return f"{PREFIX}.timer.fire.*"
+
+
+def turn_notice(table_id: str) -> str:
+    """Core NATS, to every timer instance: the table's turn set in one instance's wheel."""
+    return f"{PREFIX}.timer.turn.{check_name(table_id)}"
+
+
+def all_turn_notices() -> str:
+    return f"{PREFIX}.timer.turn.*"
+
+
+def all_timer_subjects() -> str:
+    """Schedules, fires and turn notices: what only the timer service may publish."""
+    return f"{PREFIX}.timer.>"
 
 
 # Discovery and health (services/runtime/processes/observe.py)
@@ -264,13 +337,13 @@ def health_as(role: str, name: str) -> str:
 DISCOVERY = "$SRV.>"                  # NATS micro: $SRV.PING|INFO|STATS[.<name>[.<id>]]
 
 
-# The lobby (projections/lobby/; its bucket's name: projections/lobby/jetstream.py)
+# The lobby (projections/lobby/)
 
 LOBBY = Desk(f"{PREFIX}.lobby.query", ("player", "operator", "spectator", "service"), "the lobby")  # anyone
 LOBBY_ROLES = LOBBY.roles
 lobby_query, all_lobby_queries, lobby_asker = LOBBY.of, LOBBY.every, LOBBY.sender
 
 
-def lobby_changes(bucket: str) -> str:
+def lobby_changes(bucket: str = LOBBY_BUCKET) -> str:
     """Every write of the lobby's bucket, as core NATS messages (its KV subjects)."""
-    return f"$KV.{bucket}.>"
+    return bucket_writes(bucket)

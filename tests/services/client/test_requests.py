@@ -29,17 +29,13 @@ class Longest(random.Random):
         return b
 
 
-def _refusal(code: str, message: str) -> Reply:
-    return Reply(ok=False, error=ErrorBody(code, message))
-
-
 def _carried_out(reply: Reply) -> Reply | None:
     return Reply(ok=True) if reply.error is not None and reply.error.code == DUPLICATE_COMMAND else None
 
 
 def requests(nc: FakeNats, retry_for: float = 10.0, backoff: Backoff = Backoff(first=0.001, longest=0.004)
              ) -> Requests[Reply]:
-    return Requests(nc, retry_for=retry_for, decode=protocol.decode_reply, refusal=_refusal,
+    return Requests(nc, retry_for=retry_for, decode=protocol.decode_reply, refusal=protocol.refusal,
                     carried_out=_carried_out, backoff=backoff, rng=Longest())
 
 
