@@ -26,7 +26,7 @@ from studroom.projections.ledger.table_audit import (
 )
 from studroom.projections.ledger.entries import TableBook, table_entries
 from studroom.projections.ledger.reconcile import Scope
-from studroom.tools.bench.ledger import simulated_room
+from studroom.domain.simulate import simulated_room
 
 Tamper = Callable[[str, int, list], list]
 

@@ -33,7 +33,7 @@ from studroom.projections.ledger.entries import (
 from studroom.projections.ledger.projector import Projector
 from studroom.projections.ledger.reconcile import Scope, reconcile
 from studroom.projections.ledger.sources import Source, cashier_source, table_sources
-from studroom.tools.bench.ledger import store_room
+from studroom.tools.stored_room import store_room
 from studroom.services.cli.main import main
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore

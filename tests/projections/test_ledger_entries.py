@@ -57,7 +57,7 @@ from studroom.projections.ledger.entries import (
     Unbookable,
     table_entries,
 )
-from studroom.tools.bench.ledger import simulated_room
+from studroom.domain.simulate import simulated_room
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 GOLDEN = [p for p in sorted(SCENARIOS.glob("*.json")) if "result" in json.loads(p.read_text(encoding="utf-8"))["expect"]]

@@ -8,8 +8,8 @@ baseline measured in the same run (docs/design/benchmarks.md).
   from its reaching a spectator to the lobby storing an entry of its table at that
   version or later (p50, p99, max; the goal: p99 under a second), beside the round
   trip of a bare compare-and-set write to a KV bucket of the same server;
-* rebuild: a simulated room's public events (at least 100,000, ``bench ledger``'s
-  simulated tables) in a public stream of their own; a lobby from zero applies them
+* rebuild: a simulated room's public events (at least 100,000, domain/simulate.py's
+  simulated room) in a public stream of their own; a lobby from zero applies them
   all (events/s), beside a bare read of the same stream (each message pulled and
   acknowledged, nothing done).
 """
@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 from studroom.domain import views
+from studroom.domain.simulate import simulated_room
 from studroom.projections.lobby.entry import decode
 from studroom.projections.lobby.jetstream import consumer_name
 from studroom.services.wire.subjects import LOBBY_BUCKET
@@ -42,6 +43,7 @@ from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.observability.stats import percentile
 from studroom.services.wire import subjects
 from studroom.services.wire.pull import PullLoop, shared_consumer
+from ..lobby_lag import lags_ms
 
 HELP = ("lobby: its lag behind live play under bench room load (p99, goal < 1 s) and its rebuild rate, "
         "beside bare KV writes and a bare read of the stream")
@@ -51,22 +53,6 @@ EVENT_HEADER = "Studroom-Event"
 GOAL_MS = 1000.0
 
 # ----------------------------------------------------------------------------- lag
-
-
-def lags_ms(public: dict[str, dict[int, float]], stored: dict[str, list[tuple[float, int]]]) -> list[float]:
-    """For each public event (``public``: table -> version -> when it reached a
-    spectator, seconds): how long until the lobby stored an entry of its table at that
-    version or later (``stored``: table -> (when, version) in the order stored), ms."""
-    lags = []
-    for table_id, arrivals in public.items():
-        values, i = stored.get(table_id, []), 0          # a table's stored versions only rise
-        for version in sorted(arrivals):
-            while i < len(values) and values[i][1] < version:
-                i += 1
-            if i == len(values):
-                break
-            lags.append(max(0.0, values[i][0] - arrivals[version]) * 1000)
-    return lags
 
 
 @dataclasses.dataclass
@@ -220,8 +206,6 @@ def _bench_identity(authority: Any, folder: Path) -> Path:
 
 async def _publish_room(nc: Any, events: int, tables: int) -> int:
     """A simulated room's public events, with their versions, into the public stream."""
-    from .ledger import simulated_room
-
     encode = msgspec.json.Encoder().encode
     versions: dict[str, int] = defaultdict(int)
     published = 0

@@ -20,7 +20,7 @@ from studroom.projections.history.projector import Projector
 from studroom.domain.hand_record import HandRecord, make_record, seated_before
 from studroom.projections.history.results import results
 from studroom.projections.history.schema import drop
-from studroom.tools.bench.history import PlayedTable
+from studroom.domain.simulate import SimulatedTable
 from studroom.services.store.layout import store_of_table, store_schema
 from studroom.services.store.postgres import PostgresEventStore
 
@@ -34,7 +34,7 @@ class Room:
     def __init__(self, database_url: str) -> None:
         self.url = database_url
         self.prefix = f"h{uuid.uuid4().hex[:8]}_p"
-        self.streams = {f"t{i:02}": PlayedTable(f"t{i:02}", GAMES[i % 3], 4 + i, seed=i).play(25) for i in range(5)}
+        self.streams = {f"t{i:02}": SimulatedTable(f"t{i:02}", GAMES[i % 3], 4 + i, seed=i).play(25) for i in range(5)}
 
     @property
     def stores(self) -> list[str]:

@@ -24,7 +24,7 @@ from studroom.projections.history.projector import Projector
 from studroom.projections.history.protocol import Hand, Hands, HistoryReply, Sessions
 from studroom.projections.history.results import results
 from studroom.projections.history.service import HistoryService
-from studroom.tools.bench.history import PlayedTable
+from studroom.domain.simulate import SimulatedTable
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.wire import subjects
 from studroom.services.wire.protocol import BAD_REQUEST, UNKNOWN_HAND
@@ -68,7 +68,7 @@ async def _ask(nc: Any, role: str, name: str, request: Any, subject: str | None 
 
 
 def test_R23_a_player_gets_his_own_history_and_nobody_elses(connect_as: Any, database_url: str) -> None:
-    events = PlayedTable("t07", "seven_card_stud", 5, seed=21).play(12)
+    events = SimulatedTable("t07", "seven_card_stud", 5, seed=21).play(12)
     played = [(span, results(events[span.start:span.end])) for span in spans(events) if span.end and not span.cancelled]
     alice = max({r.player for _, rs in played for r in rs},
                 key=lambda p: sum(r.player == p for _, rs in played for r in rs))

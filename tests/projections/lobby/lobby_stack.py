@@ -43,7 +43,7 @@ from studroom.projections.lobby.entry import LobbyEntry, decode
 from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.projection import from_view
 from studroom.services.auth.authority import Authority
-from studroom.tools.bench.lobby import lags_ms
+from studroom.tools.lobby_lag import lags_ms
 from studroom.services.players.bot import Bot
 from studroom.services.client.table import TableClient
 from studroom.services.runtime.processes import process

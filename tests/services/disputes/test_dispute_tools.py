@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 from studroom.domain.events import Acted, CardsDealt, Event
 from studroom.domain.hands import spans
-from studroom.tools.bench.history import PlayedTable
+from studroom.domain.simulate import SimulatedTable
 from studroom.services.cli.main import main
 from studroom.services.disputes.stored_events import running_postgres
 from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
@@ -42,7 +42,7 @@ def _store(url: str, streams: dict[str, list[Event]]) -> None:
 
 @pytest.fixture(scope="module")
 def streams() -> dict[str, list[Event]]:
-    return {t: PlayedTable(t, game, 6, seed=i).play(15)
+    return {t: SimulatedTable(t, game, 6, seed=i).play(15)
             for i, (t, game) in enumerate((("t01", "seven_card_stud"), ("t02", "seven_card_stud_hilo")))}
 
 

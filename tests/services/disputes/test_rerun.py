@@ -19,7 +19,7 @@ from studroom.domain.events import (
     PotAwarded,
 )
 from studroom.domain.hands import HandSpan, spans
-from studroom.tools.bench.history import PlayedTable
+from studroom.domain.simulate import SimulatedTable
 from studroom.services.disputes.checks import check_hand, check_table
 
 
@@ -32,7 +32,7 @@ def _finished(events: list[Event]) -> list[HandSpan]:
     ("seven_card_stud", 5, True),
 ])
 def test_R20_R28_R32_every_hand_of_a_played_table_re_runs_consistently(game: str, seats: int, live: bool) -> None:
-    events = PlayedTable("t01", game, seats, seed=seats, live_dealer=live).play(40)
+    events = SimulatedTable("t01", game, seats, seed=seats, live_dealer=live).play(40)
     hands = _finished(events)
     checks = list(check_table(events, hands))
     assert len(checks) == len(hands) > 30
@@ -57,7 +57,7 @@ def _tampered(events: list[Event], change: Callable[[list[Event]], int]) -> tupl
 
 @pytest.fixture(scope="module")
 def record() -> list[Event]:
-    return PlayedTable("t02", "seven_card_stud", 6, seed=11).play(12)
+    return SimulatedTable("t02", "seven_card_stud", 6, seed=11).play(12)
 
 
 def _nth(events: list[Event], kind: type, n: int = 3, where: Callable[[Event], bool] = lambda e: True) -> int:

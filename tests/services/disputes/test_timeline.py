@@ -18,7 +18,7 @@ from studroom.domain.events import (
     TimedOut,
 )
 from studroom.domain.hands import HandSpan, spans
-from studroom.tools.bench.history import PlayedTable
+from studroom.domain.simulate import SimulatedTable
 from studroom.services.disputes.checks import check_hand
 from studroom.services.disputes.timeline import render
 
@@ -27,7 +27,7 @@ CARD = re.compile(r"\b[2-9TJQKA][cdhs]\b")
 
 @pytest.fixture(scope="module")
 def record() -> list[Event]:
-    return PlayedTable("t03", "seven_card_stud", 6, seed=5).play(30)
+    return SimulatedTable("t03", "seven_card_stud", 6, seed=5).play(30)
 
 
 def _hand_with(events: list[Event], kind: type) -> HandSpan:

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 from studroom.domain.events import Acted
 from studroom.domain.hands import config_of, spans, started_ms
-from studroom.tools.bench.history import START_MS, PlayedTable
+from studroom.domain.simulate import START_MS, SimulatedTable
 from studroom.services.disputes.verify import (
     Period,
     hands_in,
@@ -32,7 +32,7 @@ def test_periods_are_days_or_instants_in_utc() -> None:
 
 
 def test_the_hands_of_a_period_and_the_summary() -> None:
-    tables = [(f"t{i}", PlayedTable(f"t{i}", "seven_card_stud_hilo", 5, seed=i).play(15)) for i in (1, 2)]
+    tables = [(f"t{i}", SimulatedTable(f"t{i}", "seven_card_stud_hilo", 5, seed=i).play(15)) for i in (1, 2)]
     _, events = tables[0]
     config = config_of(events)
     finished = [s for s in spans(events) if s.end]
