@@ -17,6 +17,7 @@ from typing import Any
 
 from ..runtime.observability.metrics import flat_name
 from ..runtime.settings import Settings
+from ..runtime.text import number, table
 
 OPERATOR = ("operator", "floor")        # the room's operator (services/room/bots.py)
 SHOWN_GAUGES = ("projection_lag_events", "relay_backlog_events", "table_partitions")
@@ -60,15 +61,13 @@ def key_counters(stats: dict[str, Any]) -> dict[str, float]:
 
 
 def table_text(answers: list[dict[str, Any]], now: datetime) -> str:
-    rows = [("SERVICE", "INSTANCE", "VERSION", "UP", "COUNTERS")]
+    rows = []
     for stats in sorted(answers, key=lambda s: (s.get("name", ""), s.get("metadata", {}).get("instance", ""))):
         started = datetime.strptime(stats["started"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-        counters = " ".join(f"{k}={v:g}" for k, v in key_counters(stats).items())
-        rows.append((stats["name"].removeprefix("studroom-"), stats.get("metadata", {}).get("instance", stats["id"]),
-                     stats["version"], f"{(now - started).total_seconds():.0f}s", counters))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return "\n".join("  ".join([*(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True)), row[4]])
-                     for row in rows)
+        counters = " ".join(f"{k}={number(round(v))}" for k, v in key_counters(stats).items())   # all counts
+        rows.append([stats["name"].removeprefix("studroom-"), stats.get("metadata", {}).get("instance", stats["id"]),
+                     stats["version"], f"{(now - started).total_seconds():.0f}s", counters])
+    return table(("SERVICE", "INSTANCE", "VERSION", "UP", "COUNTERS"), rows, right=("UP",))
 
 
 def _health(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-NOT_A_TERMINAL_WIDTH = 500      # columns of output that is not a terminal: no row wraps
+NOT_A_TERMINAL_WIDTH = 10_000   # not a terminal: no row wraps (a table is only as wide as it needs)
 
 
 def number(value: int) -> str:
@@ -68,7 +68,7 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, right: Col
                for i, name in enumerate(header)]
     drawn = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title_justify="left")
     for name, right in zip(header, numeric, strict=True):
-        drawn.add_column(name, justify="right" if right else "left", no_wrap=True)
+        drawn.add_column(name, justify="right" if right else "left")
     for row in rows:
         drawn.add_row(*(cell(value) for value in row))
     return draw(drawn)
