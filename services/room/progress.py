@@ -1,5 +1,6 @@
 """The room's progress line: hands, actions and their rate, tables, bots, errors,
-services started again and services that are down; rewritten in place on a terminal."""
+services started again and services that are down; rewritten in place on a terminal
+(fixed widths, so the figures do not move as they grow)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from typing import IO
+
+from ..runtime.text import number, rate as per_second
 
 RATE_WINDOW = 5.0        # seconds the rate of actions is measured over
 LINE_EVERY = 5.0         # seconds between lines when the output is not a terminal
@@ -31,8 +34,8 @@ class ActionRate:
 
 def status_line(*, hands: int, actions: int, rate: float, tables: int, bots: int,
                 errors: int, seconds: float, down: Sequence[str] = (), restarts: int = 0) -> str:
-    line = (f"hands {hands:>7} | actions {actions:>8} ({rate:7.1f}/s) | tables {tables} | "
-            f"bots {bots} | errors {errors} | {seconds:5.0f} s")
+    line = (f"hands {number(hands):>7} | actions {number(actions):>9} ({per_second(rate):>7}) | tables {tables} | "
+            f"bots {bots} | errors {number(errors)} | {seconds:5.0f} s")
     if restarts:
         line += f" | restarts {restarts}"
     if down:

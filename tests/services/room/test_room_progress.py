@@ -24,9 +24,9 @@ def test_rate_is_over_the_last_seconds_only() -> None:
 
 
 def test_the_line_names_services_that_are_down() -> None:
-    line = status_line(hands=12, actions=340, rate=56.75, tables=4, bots=20, errors=1,
+    line = status_line(hands=12, actions=3_400, rate=56.75, tables=4, bots=20, errors=1,
                        seconds=61.2)
-    assert line == ("hands      12 | actions      340 (   56.8/s) | tables 4 | bots 20 | "
+    assert line == ("hands      12 | actions     3,400 (   57/s) | tables 4 | bots 20 | "
                     "errors 1 |    61 s")
     down = status_line(hands=0, actions=0, rate=0.0, tables=1, bots=2, errors=0, seconds=0,
                        down=["room-relay (exit 1)"])
