@@ -39,6 +39,7 @@ from ..runtime.processes.credentials import masked_url
 from ..runtime.processes.preflight import preflight_url
 from ..runtime.servers.external_or_embedded import servers
 from ..runtime.settings import Settings
+from ..runtime.text import ms, number, rate as per_second
 from ..runtime.observability.stats import percentile
 from ..runtime.processes.supervisor import Services, child_env
 from ..store.inspect import events_stored, load_tables
@@ -283,32 +284,32 @@ def _summary(say: Say, result: RoomResult | None, before: int, after: int, chips
         secs = max(result.seconds, 1e-9)
         say(f"  ran          {result.seconds:.1f} s, {result.tables} tables, {result.bots} bots, "
             f"{options.instances} table service(s), {options.stores} store(s)")
-        say(f"  hands        {result.hands} ({result.hands / secs:.1f}/s)")
-        say(f"  actions      {result.actions} ({result.actions / secs:.1f}/s); "
-            f"commands {result.commands}")
+        say(f"  hands        {number(result.hands)} ({per_second(result.hands / secs)})")
+        say(f"  actions      {number(result.actions)} ({per_second(result.actions / secs)}); "
+            f"commands {number(result.commands)}")
         if result.latencies:
-            say(f"  latency      p50 {percentile(result.latencies, 50) * 1000:.1f} ms, "
-                f"p99 {percentile(result.latencies, 99) * 1000:.1f} ms (request -> reply)")
+            say(f"  latency      p50 {ms(percentile(result.latencies, 50) * 1000)} ms, "
+                f"p99 {ms(percentile(result.latencies, 99) * 1000)} ms (request -> reply)")
         else:
             say("  latency      none measured (no request answered)")
-        codes = ", ".join(f"{k} {v}" for k, v in sorted(result.error_codes.items()))
-        say(f"  errors       {result.errors}" + (f" ({codes})" if codes else "")
-            + f"; stale answers {result.stale}")
-        say(f"  events       {after - before} stored this run ({(after - before) / secs:.1f}/s), "
-            f"{after} in all")
+        codes = ", ".join(f"{k} {number(v)}" for k, v in sorted(result.error_codes.items()))
+        say(f"  errors       {number(result.errors)}" + (f" ({codes})" if codes else "")
+            + f"; stale answers {number(result.stale)}")
+        say(f"  events       {number(after - before)} stored this run ({per_second((after - before) / secs)}), "
+            f"{number(after)} in all")
     else:
         why = "" if result is None else f": {result.not_played}"
         say(f"  no tables played{why}")
-        say(f"  events       {after - before} stored this run, {after} in all")
+        say(f"  events       {number(after - before)} stored this run, {number(after)} in all")
     if result is not None:
         restarts = ", ".join(f"{name} {n}" for name, n in sorted(result.restarts.items()))
         say(f"  restarts     {restarts or 'none'}")
-    say(f"  hands stored {chips.hands} on {chips.tables} tables")
+    say(f"  hands stored {number(chips.hands)} on {chips.tables} tables")
     if chips.tables:
         verdict = "yes" if chips.conserved else "NO"
-        say(f"  chips conserved: {verdict} (bought {chips.bought} = behind {chips.behind} "
-            f"+ in hands {chips.in_hand} + rake {chips.rake} + cashed out "
-            f"{chips.cashed_out}; {chips.tables} tables replayed)")
+        say(f"  chips conserved: {verdict} (bought {number(chips.bought)} = behind {number(chips.behind)} "
+            f"+ in hands {number(chips.in_hand)} + rake {number(chips.rake)} + cashed out "
+            f"{number(chips.cashed_out)}; {chips.tables} tables replayed)")
     else:
         say("  chips        no table in the store(s): nothing to check")
     for bad in chips.bad[:10]:
