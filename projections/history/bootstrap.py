@@ -44,7 +44,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         nc = await process.connect_door(nats_url, settings, "history", "studroom-history")     # it only answers
         projector = Projector(database_url, history_schema=args.schema, store_prefix=args.store_prefix)
         observer = observe.start(args, settings, "history", stop)
-        observer.add(lambda: [counter("history_projected", "events projected by this instance", projector.projected)])
+        observer.add(lambda: [counter("history_projected", "events projected by this instance", projector.folded)])
         observer.poll(positions_poll("history", database_url, args.schema))
         service = HistoryService(nc, projector,
                                  HistoryDesk(database_url, args.schema))

@@ -1,7 +1,8 @@
 """One history instance: the projection loop and the requests, over one NATS connection.
 
-- the projector (projector.py) in a thread: a batch of each store, again at once while
-  there was something to project, else after ``idle_s``;
+- the projector (projector.py, its run loop projections/tracking.py) in a thread: a
+  batch of each store, again at once while there was something to project, else after
+  ``idle_s``, after a pause when a batch failed;
 - requests on ``studroom.history.*.*`` (a queue group: each request goes to one
   instance), the sender read from the subject, each answered in a thread (desk.py).
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import Any, Final
 
 from studroom.services.wire import subjects
@@ -20,8 +20,6 @@ from studroom.services.wire.protocol import BAD_REQUEST, MAX_REQUEST_BYTES
 from .answers import HistoryDesk
 from .projector import Projector
 from .protocol import encode, refused
-
-log = logging.getLogger("studroom.history")
 
 QUEUE: Final = "studroom_history"
 IDLE_S: Final = 0.25             # the pause between projection steps that found nothing
@@ -42,16 +40,8 @@ class HistoryService:
         await self.nc.flush()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Project until ``stop``; a failing batch is logged and tried again."""
-        while not stop.is_set():
-            try:
-                projected = await asyncio.to_thread(self.projector.step)
-            except Exception:
-                log.exception("history projection failed; trying again")
-                projected = 0
-            if not projected:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), self.idle_s)
+        """Project until ``stop`` (a failing batch is logged and tried again after a pause)."""
+        await self.projector.run(stop, idle_s=self.idle_s)
 
     async def _on_request(self, msg: Any) -> None:
         visitor = await self.door.enter(msg)        # the sender's own inbox, within his quota

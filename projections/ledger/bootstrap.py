@@ -2,7 +2,8 @@
 
 It books every table store's and the cashier's events into the books (projector.py)
 until ``stop``: a batch after another while there is work, a look every
-``--poll-interval`` seconds when there is none.  No NATS: PostgreSQL is the source of
+``--poll-interval`` seconds when there is none, the stores looked for again every few
+seconds, a pause after a failure (projections/tracking.py).  No NATS: PostgreSQL is the source of
 truth and the only server it needs (an embedded one in the data folder when the
 settings name none).  Several instances are safe.  docs/design/ledger.md.
 
@@ -15,10 +16,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
-import time
 from typing import TYPE_CHECKING
 
 from studroom.services.runtime.arguments import positive_float, positive_int
@@ -28,12 +29,11 @@ from studroom.services.runtime.settings import Settings
 from .schema import LEDGER_SCHEMA
 
 if TYPE_CHECKING:
-    from .projector import BeforeCommit, Projector
-    from .sources import Source
+    from ..tracking import BeforeCommit
+    from .projector import FindSources
 
 HELP = "the ledger: every chip movement of the stores into double-entry books, exactly once"
 KILL_AT_VAR = "STUDROOM_LEDGER_KILL_AT"
-REDISCOVER_SECONDS = 5.0
 
 log = logging.getLogger("studroom.ledger")
 
@@ -60,46 +60,23 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
 
     with contextlib.ExitStack() as stack:
         url = settings.database_url or stack.enter_context(EmbeddedPostgres(settings.data_dir)).url
-        projector = Projector(url, [], ledger_schema=args.ledger_schema, batch_size=args.batch_size,
+        projector = Projector(url, _sources(args), ledger_schema=args.ledger_schema, batch_size=args.batch_size,
                               before_commit=_kill_at(os.environ.get(KILL_AT_VAR)))
         observer = observe.start(args, settings, "ledger", stop)
-        observer.add(lambda: [counter("ledger_booked", "events booked by this instance", projector.booked)])
+        observer.add(lambda: [counter("ledger_booked", "events booked by this instance", projector.folded)])
         observer.poll(positions_poll("ledger", url, args.ledger_schema))
         try:
-            await _book_until(stop, projector, args)
+            await projector.run(stop, idle_s=args.poll_interval)
         finally:
             projector.close()
-        log.info("ledger stops", extra=fields(booked=projector.booked))
+        log.info("ledger stops", extra=fields(booked=projector.folded))
 
 
-async def _book_until(stop: asyncio.Event, projector: Projector, args: argparse.Namespace) -> None:
-    """Book while there is work; look again after ``poll_interval``; after an error
-    (PostgreSQL away, the books dropped for a rebuild) start again on a new connection."""
-    looked = 0.0
-    pause = args.poll_interval
-    while not stop.is_set():
-        try:
-            if time.monotonic() - looked > REDISCOVER_SECONDS:
-                projector.sources = await asyncio.to_thread(_sources, projector.database_url, args)
-                looked = time.monotonic()
-            booked = await asyncio.to_thread(projector.step)
-            pause = args.poll_interval
-        except Exception as error:  # noqa: BLE001 (any failure: log it, start again)
-            log.error("ledger: %s; trying again in %.1f s", error, pause)
-            projector.close()
-            booked, pause = 0, min(pause * 2, 5.0)
-        if not booked:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), pause)
-
-
-def _sources(database_url: str, args: argparse.Namespace) -> list[Source]:
-    import psycopg
-
+def _sources(args: argparse.Namespace) -> FindSources:
+    """The stores named by ``--schema`` or ``--stores``, or every one found, and the cashier's."""
     from .sources import all_sources
 
-    with psycopg.connect(database_url, autocommit=True) as conn:
-        return all_sources(conn, schemas=args.schema, stores=args.stores, cashier_schema=args.cashier_schema)
+    return functools.partial(all_sources, schemas=args.schema, stores=args.stores, cashier_schema=args.cashier_schema)
 
 
 def _kill_at(batch: str | None) -> BeforeCommit | None:
@@ -108,7 +85,7 @@ def _kill_at(batch: str | None) -> BeforeCommit | None:
         return None
     left = [int(batch)]
 
-    def hook(source: object, rows: int) -> None:
+    def hook(store: str, rows: int) -> None:
         left[0] -= 1
         if left[0] <= 0:
             log.warning("ledger: killed mid-batch (%s)", KILL_AT_VAR)

@@ -23,6 +23,7 @@ from typing import Any, Final, NamedTuple
 
 import psycopg
 from psycopg import sql
+from studroom.services.store.inspect import open_reader, store_exists, stream_upto, streams_upto
 
 from . import accounts
 from .account_audit import AccountAudit, transfers
@@ -31,7 +32,7 @@ from .conservation import ChipCheck
 from .entries import CREDIT, DEPOSIT, WITHDRAWAL, Entry
 from .schema import LEDGER_SCHEMA
 from .schema import exists as books_exist
-from .sources import Source, open_store, store_exists, stream_upto, streams_upto
+from .sources import Source
 
 EQUATION: Final = "equation"
 DAY_MS: Final = 86_400_000
@@ -146,7 +147,7 @@ def _audits(conn: psycopg.Connection[Any], database_url: str, source: Source, bo
         streams &= {scope.table} | books.streams(source.name, table=scope.table)
     elif scope.player is not None:
         streams &= books.streams(source.name, player=scope.player)
-    store = open_store(database_url, source.schema)
+    store = open_reader(database_url, source.schema)
     audits = []
     try:
         for stream in sorted(streams):

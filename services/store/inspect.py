@@ -1,7 +1,9 @@
-"""Reading whole event stores: every table in them, how many events, whether the layout fits.
+"""Reading whole event stores: which there are, every table in them, how many events,
+whether the layout fits, a stream as far as a reader has read the store.
 
-For the room's summary, the chip check, reconciliation and tests; the services read
-one table at a time through the :class:`.port.EventStore` port.
+For the room's summary, the projections (their stores found, reconciliation), the chip
+check and tests; the services read one table at a time through the
+:class:`.port.EventStore` port.
 """
 
 from __future__ import annotations
@@ -21,12 +23,22 @@ from .postgres import DEFAULT_TABLE, PostgresEventStore
 
 def stores_found(database_url: str, prefix: str = STORE_SCHEMA_PREFIX) -> list[int]:
     """The indexes of the event stores the database holds (schemas ``<prefix><n>``)."""
-    pattern = re.compile(re.escape(prefix) + r"(\d+)$")
     with psycopg.connect(database_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'events'"
-        ).fetchall()
-    return sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.match(schema)))
+        return stores_on(conn, prefix)
+
+
+def stores_on(conn: psycopg.Connection[Any], prefix: str = STORE_SCHEMA_PREFIX) -> list[int]:
+    """:func:`stores_found`, on an open connection: the one look for stores."""
+    pattern = re.compile(re.escape(prefix) + r"(\d+)")
+    rows = conn.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = %s",
+                        (DEFAULT_TABLE,)).fetchall()
+    return sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.fullmatch(schema)))
+
+
+def store_exists(conn: psycopg.Connection[Any], schema: str) -> bool:
+    """Whether ``schema`` holds an event store (a reader waits until it does)."""
+    row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.{DEFAULT_TABLE}",)).fetchone()
+    return row is not None and row[0] is not None
 
 
 def store_layout_problem(database_url: str, stores: int, prefix: str = STORE_SCHEMA_PREFIX) -> str | None:
@@ -53,6 +65,12 @@ def open_stores(database_url: str, schemas: Sequence[str], *, create: bool = Tru
     register_event_types(TableEvent)
     return [PostgresEventStore(database_url, schema=s, pool_size=2, max_overflow=2, create_table=create)
             for s in schemas]
+
+
+def open_reader(database_url: str, schema: str) -> PostgresEventStore:
+    """A reader of one existing store, on a connection or two (nothing is created)."""
+    register_event_types(TableEvent)
+    return PostgresEventStore(database_url, schema=schema, pool_size=1, max_overflow=1, create_table=False)
 
 
 def stream_ids(store: Any) -> list[str]:
@@ -86,6 +104,26 @@ def last_notification_ids(conn: psycopg.Connection[Any], schemas: Iterable[str])
     statement = "SELECT coalesce(max(notification_id), 0) FROM {}.{}"
     return {schema: conn.execute(sql.SQL(statement).format(sql.Identifier(schema), sql.Identifier(DEFAULT_TABLE)))
             .fetchone()[0] for schema in schemas}  # type: ignore[index]
+
+
+def streams_upto(conn: psycopg.Connection[Any], schema: str, position: int) -> list[str]:
+    """The streams of a store with an event at or before notification ``position``."""
+    statement = sql.SQL("SELECT DISTINCT originator_id FROM {}.{} WHERE notification_id <= %s").format(
+        sql.Identifier(schema), sql.Identifier(DEFAULT_TABLE))
+    return sorted(stream for (stream,) in conn.execute(statement, (position,)).fetchall())
+
+
+def stream_upto(conn: psycopg.Connection[Any], store: PostgresEventStore, stream: str,
+                position: int) -> list[tuple[int, Any]]:
+    """``(version, event)`` of a stream's events at or before notification ``position``
+    (what a projection at that position has read of it), read on ``conn``, decoded by
+    the store's own mapper.  The port reads a stream by version only."""
+    statement = sql.SQL("SELECT originator_version, topic, state FROM {}.{} WHERE originator_id = %s "
+                        "AND notification_id <= %s ORDER BY originator_version").format(
+        sql.Identifier(store.schema), sql.Identifier(store.table))
+    decode = store.mapper.decode
+    return [(version, decode(topic, bytes(state)))
+            for version, topic, state in conn.execute(statement, (stream, position)).fetchall()]
 
 
 def events_stored(database_url: str, schemas: Sequence[str]) -> int:

@@ -47,7 +47,7 @@ async def history_service(connect_as: Any, database_url: str, events: list[Event
     running = asyncio.create_task(service.run(stop))
     try:
         for _ in range(200):
-            if projector.projected == len(events):
+            if projector.folded == len(events):
                 break
             await asyncio.sleep(0.05)
         yield

@@ -1,0 +1,205 @@
+"""The tracking projector: event stores' notification logs into a read model, exactly once.
+
+One batch of one store is one transaction on the read model's database: claim and lock
+the store's position row (``SELECT ... FOR UPDATE``), read the notifications after it
+with the store's own reader, fold them into rows (the read model's :meth:`~TrackingProjector.rows`),
+copy the rows, write the touched streams' states and the new position, commit.  A
+projector killed mid-batch leaves nothing of the batch; the next one (or another
+instance) starts again from the committed position.  Several instances are safe: the
+row lock lets one fold a store's batch at a time, and each re-reads the position it
+locked (the states cached in memory are used only while the position they were cached
+at is still the committed one).
+
+The ledger and the history are each a subclass: which stores, a stream's state, and
+the fold of a batch into rows.  Sync code (psycopg) but :meth:`~TrackingProjector.run`,
+which runs the batches in a thread.  docs/design/projections.md says why this is ours
+and not eventsourcing's ``ProjectionRunner``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgspec
+import psycopg
+from studroom.services.runtime.retry import RECONNECT
+from studroom.services.store.inspect import open_reader, store_exists
+from studroom.services.store.port import EventStore, Notification
+
+from .tracking_schema import Statements, TrackedSchema
+
+log = logging.getLogger(__name__)
+
+BeforeCommit = Callable[[str, int], None]
+"""A fault hook (tests): called with the store's name and the number of rows written,
+just before the batch commits."""
+
+DISCOVER_EVERY_S: Final = 5.0    # how often the stores are looked for again (a new one is found while running)
+
+
+@dataclass
+class Batch:
+    """What a read model folds: one store's notifications after its position."""
+
+    store: str                      # the store's name (its schema)
+    reader: EventStore              # the store (a fold may read back what came before the batch)
+    notes: list[Notification]
+    states: dict[str, Any]          # each stream's state before the batch; the fold updates it
+    memory: dict[str, Any]          # what the fold keeps between batches, valid while the states are
+
+
+class TrackingProjector(ABC):
+    """Folds stores into the read model in ``schema`` (tables: ``tables``)."""
+
+    name: str = "projection"        # in the log
+
+    def __init__(self, database_url: str, tables: TrackedSchema, schema: str, *, batch_size: int = 2000,
+                 before_commit: BeforeCommit | None = None) -> None:
+        self.database_url = database_url
+        self.tables = tables
+        self.schema = schema
+        self.batch_size = batch_size
+        self.before_commit = before_commit
+        self.folded = 0                                  # events folded by this projector
+        self._sql = Statements(tables, schema)
+        self._conn: psycopg.Connection[Any] | None = None
+        self._readers: dict[str, Any] = {}
+        self._cache: dict[str, tuple[int, dict[str, Any], dict[str, Any]]] = {}
+        self._stores: list[str] = []
+        self._looked_at = float("-inf")
+
+    # --- what a read model says -----------------------------------------------------
+
+    @abstractmethod
+    def find_stores(self) -> list[str]:
+        """The stores to fold (their schemas), in order; asked every few seconds."""
+
+    @abstractmethod
+    def state_type(self, store: str) -> type:
+        """The state kept per stream of ``store`` (a msgspec Struct; ``state_type()`` is a new stream's)."""
+
+    @abstractmethod
+    def rows(self, batch: Batch) -> list[tuple[Any, ...]]:
+        """The rows of a batch, in the columns of ``tables.columns`` (updating its states)."""
+
+    # --- folding --------------------------------------------------------------------
+
+    def stores(self) -> list[str]:
+        if time.monotonic() - self._looked_at >= DISCOVER_EVERY_S:
+            self._stores = self.find_stores()
+            self._looked_at = time.monotonic()
+        return self._stores
+
+    def step(self) -> int:
+        """Fold one batch of every store: the number of events folded."""
+        return sum(self.fold_batch(store) for store in self.stores())
+
+    def catch_up(self) -> int:
+        """Fold until every store is folded to its end: the number of events folded."""
+        total = 0
+        while folded := self.step():
+            total += folded
+        return total
+
+    def fold_batch(self, store: str) -> int:
+        """Fold the next batch of one store in one transaction: the number of events
+        (0 too while the store does not exist yet)."""
+        reader = self._reader(store)
+        if reader is None:
+            return 0
+        conn = self._connection()
+        try:
+            with conn.transaction():
+                conn.execute(self._sql.claim, (store,))
+                (position,) = conn.execute(self._sql.lock, (store,)).fetchone()  # type: ignore[misc]
+                notes = reader.read_notifications(position + 1, self.batch_size)
+                if not notes:
+                    return 0
+                batch = self._batch(conn, store, reader, position, notes)
+                rows = self.rows(batch)
+                with conn.cursor().copy(self._sql.copy) as copy:
+                    copy.set_types([kind for _, kind in self.tables.columns])
+                    for row in rows:
+                        copy.write_row(row)
+                touched = sorted({n.stream_id for n in notes})
+                conn.cursor().executemany(self._sql.save, [(store, stream, msgspec.json.encode(batch.states[stream]))
+                                                           for stream in touched])
+                conn.execute(self._sql.advance, (notes[-1].id, store))
+                if self.before_commit is not None:
+                    self.before_commit(store, len(rows))
+        except BaseException:
+            self._cache.pop(store, None)
+            if self._conn is not None and self._conn.broken:
+                self.close()
+            raise
+        self._cache[store] = (notes[-1].id, batch.states, batch.memory)
+        self.folded += len(notes)
+        return len(notes)
+
+    def _batch(self, conn: psycopg.Connection[Any], store: str, reader: Any, position: int,
+               notes: list[Notification]) -> Batch:
+        """The batch with each stream's state before it: cached (and the fold's memory)
+        if the cache is as of ``position``, else as the read model holds them (a new
+        stream starts empty) and an empty memory."""
+        cached_at, states, memory = self._cache.get(store, (-1, {}, {}))
+        if cached_at != position:
+            states, memory = {}, {}
+        missing = sorted({n.stream_id for n in notes} - states.keys())
+        if missing:
+            state_type = self.state_type(store)
+            for stream, state in conn.execute(self._sql.load, (store, missing)).fetchall():
+                states[stream] = msgspec.json.decode(state, type=state_type)
+            for stream in missing:
+                states.setdefault(stream, state_type())
+        return Batch(store, reader, notes, states, memory)
+
+    def _reader(self, store: str) -> Any:
+        """The store's reader, once the store exists."""
+        reader = self._readers.get(store)
+        if reader is None and store_exists(self._connection(), store):
+            reader = self._readers[store] = open_reader(self.database_url, store)
+        return reader
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self.database_url, autocommit=True)
+            self.tables.create(self._conn, self.schema)
+        return self._conn
+
+    def close(self) -> None:
+        """Let go of the connection, the readers and the cache (the stores are looked for anew)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        self._cache.clear()
+        self._looked_at = float("-inf")
+
+    # --- running --------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event, *, idle_s: float) -> None:
+        """Fold until ``stop``: a batch of every store after another while there is work,
+        a look every ``idle_s`` seconds when there is none.  After a failure (PostgreSQL
+        away, the read model dropped for a rebuild, an event that cannot be folded) it
+        starts again on a new connection, after a pause of the RECONNECT policy."""
+        pauses = RECONNECT.pauses()
+        while not stop.is_set():
+            try:
+                folded = await asyncio.to_thread(self.step)
+                pause, pauses = idle_s, RECONNECT.pauses()
+            except Exception as error:  # noqa: BLE001 (any failure: log it, start again)
+                pause, folded = next(pauses), 0
+                log.error("%s: %s: %s; trying again in %.1f s", self.name, type(error).__name__, error, pause)
+                await asyncio.to_thread(self.close)
+            if not folded:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), pause)
