@@ -54,20 +54,29 @@ def nats_url(settings: Settings) -> str:
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     """Play one seat until ``stop`` is set; then give the seat up."""
     from ..client.cashier import CashierClient
+    from ..client.table import TableClient
+    from ..runtime.processes.starting import until_started
     from .bank import CashierBank
     from .bot import Bot
-    from ..client.table import TableClient
 
     url = nats_url(settings)
-    async with contextlib.AsyncExitStack() as stack:
+
+    async def start(opened: contextlib.AsyncExitStack) -> Bot:
+        """One attempt: the player's connection, the bot looking at its table and sitting down."""
         nc = await process.connect(url, f"studroom-bot-{args.player}",
                                    creds=credentials(settings, "player", args.player))
-        stack.push_async_callback(nc.drain)
+        opened.push_async_callback(process.drain, nc)
         bank = CashierBank(CashierClient(nc, "player", args.player)) if args.cashier else None
-        bot = Bot(TableClient(nc, "player", args.player), args.table, args.seat,
-                  random.Random(args.seed), args.pace, bank=bank, record=False, count_hands=True)
-        stack.push_async_callback(bot.stop)
-        await bot.start()
+        started = Bot(TableClient(nc, "player", args.player), args.table, args.seat,
+                      random.Random(args.seed), args.pace, bank=bank, record=False, count_hands=True)
+        opened.push_async_callback(started.stop)
+        await started.start()
+        return started
+
+    async with contextlib.AsyncExitStack() as exits:
+        bot = await until_started(f"bot {args.player}", exits, start, stop)
+        if bot is None:
+            return
         if not bot.seated:
             raise SystemExit(f"{args.player} could not sit down in seat {args.seat} of {args.table}")
         log.info("%s plays seat %d of %s", args.player, args.seat, args.table)

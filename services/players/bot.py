@@ -18,8 +18,7 @@ chips from a :mod:`~.bank` (a player may not credit himself).
 
 How it sits, tops up between hands, retries, and finds its way back after a lost
 message: see docs/design/players.md.  With ``record=True`` it keeps what it saw for
-tests: ``public``, ``private`` (:class:`~.messages.Received`) and ``down_cards``
-(``(hand_no, card)``).
+tests (``transcript``: :class:`~.transcript.Transcript`).
 """
 
 from __future__ import annotations
@@ -29,11 +28,10 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from studroom.domain.commands import Command, Leave, SitDown, SitOut
+from studroom.domain.commands import Leave, SitDown, SitOut
 from studroom.domain.errors import (
     ALREADY_LEAVING,
     ALREADY_SEATED,
@@ -41,12 +39,10 @@ from studroom.domain.errors import (
     MUST_SHOW,
     NO_CHANGE,
     SEAT_TAKEN,
-    STALE_ANSWER,
     UNKNOWN_SEAT,
 )
 from studroom.domain.events import (
     AntePosted,
-    CardsDealt,
     Event,
     HandCancelled,
     HandEnded,
@@ -58,23 +54,16 @@ from studroom.domain.events import (
 )
 from studroom.domain.views import TableView
 
-from ..wire import protocol, subjects
-from ..wire.protocol import Reply
+from ..wire import subjects
+from .asking import Asking, code_of
 from .bank import Bank
 from ..client.table import TableClient
 from .decisions import Decisions
-from ..client.messages import Received, decode_event
+from ..client.messages import decode_event
 from .stats import BAD_MESSAGE, BotStats
+from .transcript import Transcript
 
 log = logging.getLogger(__name__)
-
-# What a reply without an error body counts as (a reply ``ok: false`` always has one).
-_NO_CODE = "?"
-
-
-def _code(reply: Reply) -> str:
-    return reply.error.code if reply.error else _NO_CODE
-
 
 class Bot:
     def __init__(
@@ -105,15 +94,12 @@ class Bot:
         self.bank = bank
         self.buy_in_bets = buy_in_bets
         self.stats = stats if stats is not None else BotStats()
-        self.record = record
         self.count_hands = count_hands
         self.stall_seconds = stall_seconds
-        self.timeout = timeout
+        self.asking = Asking(client, self.table_id, self.stats, timeout, lambda: self._stopped)
 
         # what it saw
-        self.public: list[Received] = []
-        self.private: list[Received] = []
-        self.down_cards: list[tuple[int, str]] = []
+        self.transcript = Transcript() if record else None
 
         # what it knows about its seat (the betting: self.decisions)
         self.seated = False
@@ -174,7 +160,7 @@ class Bot:
     async def leave(self) -> None:
         """Give the seat up (cashed out now, or when the hand in play ends)."""
         if self.seated:
-            reply = await self._send(Leave(seat=self.seat), quiet={UNKNOWN_SEAT, ALREADY_LEAVING})
+            reply = await self.asking.send(Leave(seat=self.seat), quiet={UNKNOWN_SEAT, ALREADY_LEAVING})
             if reply is not None and reply.ok:
                 self.seated = False
 
@@ -200,13 +186,13 @@ class Bot:
                 await task
 
     async def _sit_down(self) -> None:
-        reply = await self._send(SitDown(seat=self.seat, player=self.player, auto_ante=True),
+        reply = await self.asking.send(SitDown(seat=self.seat, player=self.player, auto_ante=True),
                                  quiet={SEAT_TAKEN, ALREADY_SEATED})
         if reply is None:
             return
         if reply.ok:
             self.seated, self.stack, self.sitting_out = True, 0, False
-        elif _code(reply) in (SEAT_TAKEN, ALREADY_SEATED):
+        elif code_of(reply) in (SEAT_TAKEN, ALREADY_SEATED):
             # Ours already, when the view could not tell: its stack is learnt from the
             # next hand or view.
             self.seated, self.stack = True, None
@@ -230,21 +216,15 @@ class Bot:
         """One public message of the table (``msg``), decoded (``event``)."""
         if self._stopped:
             return
-        if self.record:
-            self.public.append(Received.of(msg, event, time.monotonic()))
+        if self.transcript is not None:
+            self.transcript.saw_public(msg, event)
         self.last_event_at = time.monotonic()
         self._see(event)
 
     async def _on_private(self, msg: Any) -> None:
         event = self._decode(msg, "private")
-        if event is None or not self.record:
-            return
-        self.private.append(Received.of(msg, event, time.monotonic()))
-        if isinstance(event, CardsDealt):
-            self.down_cards += [
-                (self.hand_no, d.card) for d in event.cards
-                if d.seat == self.seat and not d.up and d.card is not None
-            ]
+        if event is not None and self.transcript is not None:
+            self.transcript.saw_private(msg, event, self.seat, self.hand_no)
 
     def _see(self, event: Event) -> None:
         """Update what the bot knows; start an answer when the table waits on it."""
@@ -255,7 +235,7 @@ class Bot:
             if event.kind == "ante":
                 if self.in_hand and not self.posted and event.turn > self.answered_turn:
                     self.answered_turn = event.turn
-                    self._spawn(self._answer_ante(event.turn))
+                    self._spawn(self._answer_ante())
             elif event.seat == me and event.turn > self.answered_turn:
                 self.answered_turn = event.turn
                 self._spawn(self._answer(event))
@@ -309,10 +289,10 @@ class Bot:
         try:
             if self.pace:
                 await asyncio.sleep(self.pace)
-            reply = await self._send(self.decisions.answer(turn), action=True)
-            if reply is not None and not reply.ok and _code(reply) == MUST_SHOW:
+            reply = await self.asking.send(self.decisions.answer(turn), action=True)
+            if reply is not None and not reply.ok and code_of(reply) == MUST_SHOW:
                 # R22: the last claimant may not muck.
-                await self._send(self.decisions.show(), action=True)
+                await self.asking.send(self.decisions.show(), action=True)
         finally:
             self.answering -= 1
 
@@ -321,12 +301,12 @@ class Bot:
         try:
             if self.pace:
                 await asyncio.sleep(self.pace)
-            await self._send(self.decisions.post_ante(), action=True)
+            await self.asking.send(self.decisions.post_ante(), action=True)
         finally:
             self.answering -= 1
 
     async def _sit_in(self) -> None:
-        await self._send(SitOut(seat=self.seat, sitting_out=False), quiet={NO_CHANGE})
+        await self.asking.send(SitOut(seat=self.seat, sitting_out=False), quiet={NO_CHANGE})
 
     async def _top_up_if_short(self) -> None:
         """Have the bank credit chips up to the target when short; only between hands
@@ -344,7 +324,7 @@ class Bot:
         self._topping_up = True
         try:
             amount = self.target_stack - self.stack
-            reply = await self._credit(bank, amount)
+            reply = await self.asking.credit(bank, self.seat, amount)
             if reply is None:
                 return
             if reply.ok:
@@ -352,67 +332,12 @@ class Bot:
                 if self.sitting_out or self._want_sit_in:
                     self._want_sit_in = False
                     await self._sit_in()
-            elif _code(reply) == HAND_IN_PROGRESS and not self.sitting_out:
+            elif code_of(reply) == HAND_IN_PROGRESS and not self.sitting_out:
                 # Dealt into the hand already: sit out the next one to top up before it.
                 self._want_sit_in = True
-                await self._send(SitOut(seat=self.seat, sitting_out=True), quiet={NO_CHANGE})
+                await self.asking.send(SitOut(seat=self.seat, sitting_out=True), quiet={NO_CHANGE})
         finally:
             self._topping_up = False
-
-    # -------------------------------------------------------------------- sending
-
-    async def _send(self, command: Command, *, action: bool = False,
-                    quiet: set[str] | frozenset[str] = frozenset()) -> Reply | None:
-        """Send one of our commands (a retry keeps its id: numbered here, once)."""
-        command = self.client.stamp(command)
-        return await self._ask(type(command).__name__,
-                               lambda: self.client.send(self.table_id, command, timeout=self.timeout),
-                               action=action, quiet=quiet)
-
-    async def _credit(self, bank: Bank, amount: int) -> Reply | None:
-        """Chips for our seat from the bank (asked once: a bank numbers its own commands,
-        so asking again could credit twice)."""
-        return await self._ask("BuyIn", lambda: bank(self.table_id, self.seat, amount),
-                               quiet={HAND_IN_PROGRESS}, attempts=1)
-
-    async def _ask(self, what: str, request: Callable[[], Awaitable[Reply]], *, action: bool = False,
-                   quiet: set[str] | frozenset[str] = frozenset(), attempts: int = 4) -> Reply | None:
-        """Make a request; retry lost replies and the retryable codes.  Counts it in
-        ``stats``.  Returns the Reply, or None when it never got one."""
-        for attempt in range(attempts):
-            if self._stopped:
-                return None
-            self.stats.commands += 1
-            started = time.perf_counter()
-            try:
-                reply = await request()
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # noqa: BLE001 (nats timeouts, no responders, closed)
-                code = protocol.TIMEOUT if isinstance(e, asyncio.TimeoutError) else type(e).__name__
-                log.debug("%s: %s on %s (attempt %d)", self.player, code, what, attempt)
-                if attempt + 1 == attempts:
-                    self.stats.error(code)
-                    return None
-                await asyncio.sleep(0.05 * 2**attempt)
-                continue
-            self.stats.latency(time.perf_counter() - started)
-            if reply.ok:
-                if action:
-                    self.stats.actions += 1
-                return reply
-            code = _code(reply)
-            if code in protocol.RETRYABLE and attempt + 1 < attempts:
-                await asyncio.sleep(0.02 * 2**attempt)
-                continue
-            if code in STALE_ANSWER:
-                self.stats.refused_stale += 1
-            elif code not in quiet and code != MUST_SHOW:
-                self.stats.error(code)
-                log.info("%s: %s refused: %s", self.player, what,
-                         reply.error.message if reply.error else code)
-            return reply
-        return None
 
     # ------------------------------------------------------------------- recovery
 
@@ -441,7 +366,7 @@ class Bot:
     async def _look(self) -> TableView | None:
         """The table as we may see it (``ViewTable``), learnt; None when it did not answer."""
         try:
-            view = await self.client.view(self.table_id, timeout=self.timeout)
+            view = await self.client.view(self.table_id, timeout=self.asking.timeout)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 (refused, unavailable, no table yet)

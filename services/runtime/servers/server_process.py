@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Self
 
 from ..observability.logs import mask
+from ..retry import Backoff
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 # Ports we never hand out, even if the OS offers them: the usual NATS (client,
 # cluster, monitoring, leafnode) and PostgreSQL ports.
 RESERVED_PORTS = frozenset({4222, 5432, 6222, 7422, 8222})
+# Asking a server we just started whether it is ready: often at first (NATS is up in
+# milliseconds), less as it takes longer (PostgreSQL's first start, a loaded machine).
+READY_POLL = Backoff(first=0.02, longest=0.25)
 
 
 class EmbeddedServerError(RuntimeError):
@@ -324,7 +328,7 @@ class ServerProcess:
                     close_fds=True,
                     **self._popen_kwargs(),  # type: ignore[arg-type]
                 )
-            deadline = time.monotonic() + self.start_timeout
+            deadline, pauses = time.monotonic() + self.start_timeout, READY_POLL.pauses()
             while time.monotonic() < deadline:
                 if self._proc.poll() is not None:
                     break
@@ -332,7 +336,7 @@ class ServerProcess:
                     self._after_ready()
                     log.info("embedded %s ready at %s", self.name, mask(self.url))
                     return
-                time.sleep(0.05)
+                time.sleep(next(pauses))
             else:
                 self._kill_process()
                 msg = (

@@ -251,7 +251,8 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
     for bot in room.bots:
         events = stored[bot.table_id]
         versions = []
-        for received in bot.public:
+        assert bot.transcript is not None
+        for received in bot.transcript.public:
             assert received.subject == subjects.public_events(bot.table_id)
             version = _version(received.headers)
             versions.append(version)
@@ -304,10 +305,10 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
             assert got[table_id, player] == cards, f"{player} at {table_id}"
     # ... and the bots themselves got theirs on their own subject.
     for bot in room.bots:
-        assert bot.private, f"{bot.player} got no private message"
-        for received in bot.private:
+        assert bot.transcript is not None and bot.transcript.private, f"{bot.player} got no private message"
+        for received in bot.transcript.private:
             assert received.subject == subjects.private_events(bot.player, bot.table_id)
-        mine = [card for _, card in bot.down_cards]
+        mine = [card for _, card in bot.transcript.down_cards]
         assert mine == got[bot.table_id, bot.player]
     shutil.rmtree(log_dir, ignore_errors=True)
 
