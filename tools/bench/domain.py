@@ -18,6 +18,7 @@ from studroom.domain.events import Acted, TurnStarted
 from studroom.domain.simulate import STAKES, WEIGHTS, new_table, play_hand, top_up
 
 from studroom.services.runtime.arguments import positive_float
+from studroom.services.runtime.text import cell, table
 from . import hand_evaluation, pokerkit_baseline
 
 GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
@@ -118,18 +119,13 @@ def measure(seconds: float = 2.0) -> tuple[list[dict], list[dict]]:
     return hands, evals
 
 
-def _table(header: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
+def _per_second(x: float | None) -> int | str:
+    """A rate for the table (an integer), n/a where there is nothing to compare with."""
+    return "n/a" if x is None else round(x)
 
 
-def _num(x: float | None, digits: int = 0) -> str:
-    return "n/a" if x is None else f"{x:,.{digits}f}"
+def _decimal(x: float | None) -> str:
+    return "n/a" if x is None else cell(float(x))
 
 
 def render(hands: list[dict], evals: list[dict], seconds: float) -> str:
@@ -152,17 +148,17 @@ def render(hands: list[dict], evals: list[dict], seconds: float) -> str:
         goal = "n/a" if r["goal_met"] is None else ("yes" if r["goal_met"] else "NO")
         ratio = "n/a" if r["ratio"] is None else f"{r['ratio']:.1f}x"
         rows.append([
-            r["game"], str(r["seats"]), _num(r["studroom_hps"]), _num(r["pokerkit_hps"]), ratio,
-            goal, f"{r['actions_per_hand']:.1f} / {_num(r['pokerkit_actions_per_hand'], 1)}",
-            f"{r['events_per_hand']:.1f}", f"{r['commands_per_hand']:.1f}",
+            r["game"], r["seats"], _per_second(r["studroom_hps"]), _per_second(r["pokerkit_hps"]), ratio, goal,
+            f"{cell(float(r['actions_per_hand']))} / {_decimal(r['pokerkit_actions_per_hand'])}",
+            float(r["events_per_hand"]), float(r["commands_per_hand"]),
         ])
-    out += _table(header, rows, right={1, 2, 3, 4, 6, 7, 8})
+    out.append(table(header, rows, right=("studroom h/s", "pokerkit h/s", "ratio", "actions/hand (ours/pk)")))
     met = [r["goal_met"] for r in hands if r["goal_met"] is not None]
     out.append("")
     out.append(f"goal ({GOAL:g}x pokerkit per hand): met in {sum(met)} of {len(met)} comparable cases"
                + ("; five-card stud has no pokerkit counterpart (n/a)" if any(r["ratio"] is None for r in hands) else ""))
     out += ["", "Hand evaluator (studroom.domain.hand_ranking)", ""]
-    out += _table(["case", "evaluations/s"], [[e["case"], _num(e["evals_per_s"])] for e in evals], right={1})
+    out.append(table(["case", "evaluations/s"], [[e["case"], round(e["evals_per_s"])] for e in evals]))
     return "\n".join(out)
 
 

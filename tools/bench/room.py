@@ -28,6 +28,7 @@ from studroom.services.room.plans import MAX_BOTS_PER_TABLE, TablePlan, plan_tab
 from studroom.services.runtime.arguments import int_range, positive_float, positive_int
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.text import rate, table
 from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.store.inspect import events_stored
 from studroom.services.store.layout import store_schemas
@@ -174,27 +175,23 @@ def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) 
         out.write(text + "\n")
 
     say("")
-    say(f"baseline: bare INSERT commits/s (psycopg, 1 connection) {commit_rate:10.0f}")
-    say(f"          bare NATS request/reply round trips/s          {nats_rate:10.0f}")
+    say(f"baseline: bare INSERT commits (psycopg, 1 connection) {rate(commit_rate)}")
+    say(f"          bare NATS request/reply round trips          {rate(nats_rate)}")
     say("")
-    header = (f"{'configuration':<32} {'actions/s':>10} {'p50 ms':>7} {'p99 ms':>7} "
-              f"{'events/s':>9} {'hands/s':>8} {'errors':>6} {'÷ commits':>10} {'÷ NATS':>7}")
-    say(header)
-    say("-" * len(header))
+    header = ["configuration", "actions/s", "p50 ms", "p99 ms", "events/s", "hands/s", "errors", "÷ commits", "÷ NATS"]
+    say(table(header, [[row.label, round(row.actions_per_s), row.p50 * 1000, row.p99 * 1000, round(row.events_per_s),
+                        round(row.hands_per_s), row.errors, f"{row.actions_per_s / commit_rate:.2f}",
+                        f"{row.actions_per_s / nats_rate:.3f}"] for row in rows], right=("÷ commits", "÷ NATS")))
     for row in rows:
-        say(f"{row.label:<32} {row.actions_per_s:>10.0f} {row.p50 * 1000:>7.1f} "
-            f"{row.p99 * 1000:>7.1f} {row.events_per_s:>9.0f} {row.hands_per_s:>8.1f} "
-            f"{row.errors:>6} {row.actions_per_s / commit_rate:>10.2f} "
-            f"{row.actions_per_s / nats_rate:>7.3f}")
         for problem in row.problems:
-            say(f"    problem: {problem}")
+            say(f"{row.label}: problem: {problem}")
     _report_cpu(rows, say)
     _report_cost_of_authorization(rows, say)
     room = [r for r in rows if r.auth] or rows          # the goals are the room's: auth on
     best = max(room, key=lambda r: r.actions_per_s)
     say("")
-    say(f"goal: actions/s >= half the bare commit rate ({commit_rate / 2:.0f}): best "
-        f"{best.actions_per_s:.0f} ({best.label}) -> {'met' if best.actions_per_s >= commit_rate / 2 else 'NOT met'}")
+    say(f"goal: actions/s >= half the bare commit rate ({rate(commit_rate / 2)}): best "
+        f"{rate(best.actions_per_s)} ({best.label}) -> {'met' if best.actions_per_s >= commit_rate / 2 else 'NOT met'}")
     p99_ok = [r.label for r in room if r.p99 * 1000 <= 20]
     say(f"goal: p99 <= 20 ms: {'met by ' + ', '.join(p99_ok) if p99_ok else 'NOT met'}")
     out.flush()
@@ -207,14 +204,10 @@ def _report_cpu(rows: list[Row], say: Callable[[str], None]) -> None:
         return
     cores = os.cpu_count() or 1
     say("")
-    say(f"CPU per action (ms) and machine use ({cores} CPUs), measured from /proc:")
-    header = f"{'configuration':<32} " + " ".join(f"{p:>13}" for p in parts) + f" {'machine':>8}"
-    say(header)
-    say("-" * len(header))
-    for row in rows:
-        per = [row.cpu.get(p, 0.0) * 1000 / max(row.actions, 1) for p in parts]
-        busy = sum(row.cpu.values()) / (row.seconds * cores) if row.seconds else 0.0
-        say(f"{row.label:<32} " + " ".join(f"{v:>13.2f}" for v in per) + f" {busy:>7.0%}")
+    say(f"CPU per action in µs and machine use ({cores} CPUs), measured from /proc:")
+    per_action = [[row.label, *(round(row.cpu.get(p, 0.0) * 1e6 / max(row.actions, 1)) for p in parts),
+                   f"{sum(row.cpu.values()) / (row.seconds * cores) if row.seconds else 0.0:.0%}"] for row in rows]
+    say(table(["configuration", *parts, "machine"], per_action, right=("machine",)))
 
 
 def _report_cost_of_authorization(rows: list[Row], say: Callable[[str], None]) -> None:
@@ -225,14 +218,12 @@ def _report_cost_of_authorization(rows: list[Row], say: Callable[[str], None]) -
         return
     say("")
     say("the cost of authorization (operator mode, per-user permissions, senders checked):")
-    header = f"{'configuration':<22} {'actions/s on':>13} {'off':>7} {'change':>7} {'p99 ms on':>10} {'off':>6}"
-    say(header)
-    say("-" * len(header))
+    compared = []
     for on, bare in pairs:
         change = on.actions_per_s / bare.actions_per_s - 1 if bare.actions_per_s else float("nan")
-        say(f"{on.name:<22} {on.actions_per_s:>13.0f} {bare.actions_per_s:>7.0f} {change:>+7.0%} "
-            f"{on.p99 * 1000:>10.1f} {bare.p99 * 1000:>6.1f}")
-
+        compared.append([on.name, round(on.actions_per_s), round(bare.actions_per_s), f"{change:+.0%}",
+                         on.p99 * 1000, bare.p99 * 1000])
+    say(table(["configuration", "actions/s on", "off", "change", "p99 ms on", "off"], compared, right=("change",)))
 
 HELP = ("bots over NATS against 1/2 table services and 1/N stores, authorization on and off, "
         "beside bare commits and round trips")

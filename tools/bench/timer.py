@@ -31,6 +31,7 @@ from studroom.domain.events import TurnStarted
 
 from studroom.services.runtime.arguments import positive_float, positive_int
 from studroom.services.runtime.settings import Settings
+from studroom.services.runtime.text import table
 from studroom.services.runtime.observability.stats import percentile
 from studroom.services.timer.schedule import TimerPayload, encode_payload, now_ms, schedule_headers
 from studroom.services.timer.service import EVENT_HEADER, TimerService
@@ -54,18 +55,18 @@ class Row:
         return self.count / self.seconds if self.seconds > 0 else float("inf")
 
 
+def _row(row: Row) -> list[object]:
+    """One row's figures: ms with one decimal, the rate an integer per second."""
+    fire = [percentile(row.fire, 50), percentile(row.fire, 99)] if row.fire else ["-", "-"]
+    per_second = round(row.rate) if row.seconds > 0 else None
+    return [row.what, row.count, per_second, *fire, percentile(row.done, 50), percentile(row.done, 99),
+            max(row.done) if row.done else float("nan"), row.note]
+
+
 def render(rows: list[Row], header: str) -> str:
     lines = [header, ""]
-    title = (f"{'what':<48} {'n':>6} {'per s':>9}   {'fire p50':>8} {'p99':>7}   "
-             f"{'done/lat p50':>12} {'p99':>7} {'max':>7}")
-    lines += [title, "-" * len(title)]
-    for row in rows:
-        fire = (f"{percentile(row.fire, 50):8.1f} {percentile(row.fire, 99):7.1f}" if row.fire
-                else f"{'-':>8} {'-':>7}")
-        lines.append(
-            f"{row.what:<48} {row.count:>6} {row.rate:>9.0f}   {fire}   "
-            f"{percentile(row.done, 50):12.1f} {percentile(row.done, 99):7.1f} "
-            f"{max(row.done) if row.done else float('nan'):7.1f}" + (f"   {row.note}" if row.note else ""))
+    lines.append(table(["what", "n", "per s", "fire p50", "p99", "done/lat p50", "p99", "max", ""],
+                       [_row(row) for row in rows], right=("fire p50", "p99")))
     lines.append("")
     lines.append("per s: completed / (last reply - first deadline); a paced row is limited by its "
                  "deadlines, not by the service.")
