@@ -29,11 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from studroom.services.runtime.observability.metrics import counter
     from studroom.services.runtime.processes import observe, process
     from studroom.services.runtime.processes.preflight import preflight
-    from studroom.services.store.lag import positions_poll
-    from studroom.services.runtime.observability.metrics import counter
     from studroom.services.runtime.servers.external_or_embedded import servers
+    from studroom.services.store.lag import positions_poll
 
     from .answers import HistoryDesk
     from .projector import Projector

@@ -51,10 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
+    from studroom.services.runtime.observability.metrics import counter
     from studroom.services.runtime.processes import observe
     from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
     from studroom.services.store.lag import positions_poll
-    from studroom.services.runtime.observability.metrics import counter
 
     from .projector import Projector
 

@@ -16,12 +16,17 @@ from typing import Any, Final
 
 import psycopg
 from studroom.services.store.inspect import stores_on
-from studroom.services.store.layout import CASHIER_SCHEMA, STORE_SCHEMA_PREFIX, store_schema, store_schemas
+from studroom.services.store.layout import (
+    CASHIER_SCHEMA,
+    STORE_SCHEMA_PREFIX,
+    store_schema,
+    store_schemas,
+)
 
 from .account_audit import AccountAudit
 from .account_entries import CashierBook, account_entries
-from .table_audit import TableAudit
 from .entries import Entry, TableBook, table_entries
+from .table_audit import TableAudit
 
 
 @dataclass(frozen=True)
