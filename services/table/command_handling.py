@@ -1,6 +1,6 @@
 """The table service's core: commands in, events stored, a reply out. No NATS here.
 
-:class:`CommandHandler` decodes and checks a request, runs its command on the table
+:class:`CommandHandler` decodes and checks a request (``request_decoding.py``), runs its command on the table
 (cached, or replayed from the store) as its sender (``Table.execute(command, by=...)``:
 the domain decides his powers and his command ids), dated by the service's clock,
 starts the next hand (or the pause before it) when it is due (``Table.next_hand_due``)
@@ -21,31 +21,22 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import msgspec
 
 from studroom.domain.authority import Sender
-from studroom.domain.commands import Command, OpenTable, ScheduleHand, StartHand
+from studroom.domain.commands import OpenTable, ScheduleHand, StartHand
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.table import Table
 from studroom.domain.views import seat_of, table_view
 
 from ..store.port import EventStore, Snapshot, VersionConflict
-from ..wire import protocol, subjects
-from ..wire.protocol import (
-    BAD_REQUEST, CONFLICT, INTERNAL, MAX_REQUEST_BYTES, UNKNOWN_TABLE, ErrorBody, Reply, ViewTable,
-)
+from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, ErrorBody, Reply, ViewTable
 from .loading import SNAPSHOT_EVERY, Loaded, load_table, load_tables, snapshot_due, snapshot_of
+from .request_decoding import BadRequest, Request, Submission, check_request, decode_request
 
 log = logging.getLogger(__name__)
-
-
-class BadRequest(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def wall_clock_ms() -> int:
@@ -59,41 +50,6 @@ def new_seed() -> str:
 
 def error_reply(code: str, message: str) -> Reply:
     return Reply(ok=False, error=ErrorBody(code, message))
-
-
-Request = Command | ViewTable
-
-
-class Submission(NamedTuple):
-    """One request for a table: its body (or the decoded request) and who sent it
-    (None: the room's own code, trusted)."""
-
-    table_id: str
-    message: bytes | Request
-    sender: Sender | None = None
-
-
-def decode_request(table_id: str, data: bytes | bytearray | memoryview) -> Request:
-    """The request in a body for ``table_id``, or :class:`BadRequest`."""
-    try:
-        subjects.check_name(table_id)
-    except subjects.BadName as e:
-        raise BadRequest(str(e)) from None
-    if len(data) > MAX_REQUEST_BYTES:
-        raise BadRequest(f"a request is at most {MAX_REQUEST_BYTES} bytes, not {len(data)}")
-    try:
-        request = protocol.decode_request(bytes(data))
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise BadRequest(f"not a table request: {e}") from None
-    return check_request(table_id, request)
-
-
-def check_request(table_id: str, request: object) -> Request:
-    if not isinstance(request, (Command, ViewTable)):
-        raise BadRequest(f"not a table request: {type(request).__name__}")
-    if isinstance(request, OpenTable) and request.table_id != table_id:
-        raise BadRequest(f"OpenTable names table {request.table_id!r}, sent to {table_id!r}")
-    return request
 
 
 @dataclass(slots=True)

@@ -29,7 +29,8 @@ from ..wire import subjects
 from ..wire.door import QUOTAS, Door, Quota, identified
 from ..wire.partitioning import partition_of, partition_of_subject
 from ..wire.protocol import BAD_REQUEST, UNAVAILABLE, Reply
-from .command_handling import BadRequest, CommandHandler, decode_request, error_reply
+from .command_handling import CommandHandler, error_reply
+from .request_decoding import BadRequest, decode_request
 from .metrics import CommandMeter
 from .partitions import DEFAULT_LEASE_TTL, LEASE_BUCKET, LeaseManager, spread
 from .worker import DEFAULT_MAX_BATCH, StoreWorker

@@ -27,7 +27,8 @@ from studroom.domain.authority import Sender
 from ..wire import subjects
 from ..wire.partitioning import partition_of
 from ..wire.protocol import INTERNAL, UNAVAILABLE, Reply
-from .command_handling import CommandHandler, Outcome, Request, Submission, error_reply
+from .command_handling import CommandHandler, Outcome, error_reply
+from .request_decoding import Request, Submission
 
 log = logging.getLogger("studroom.table_service")
 

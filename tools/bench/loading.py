@@ -31,7 +31,8 @@ from studroom.domain.table import Table
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.port import Snapshot
 from studroom.services.store.postgres import PostgresEventStore
-from studroom.services.table.command_handling import CommandHandler, Submission
+from studroom.services.table.command_handling import CommandHandler
+from studroom.services.table.request_decoding import Submission
 from studroom.services.table.loading import SNAPSHOT_EVERY, load_table
 
 CHUNK = 5_000          # events per append while filling the store

@@ -1,4 +1,4 @@
-"""Request decoding (services/table/command_handling.py): what a request's body must be
+"""Request decoding (services/table/request_decoding.py): what a request's body must be
 before the table sees it. No servers."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from studroom.domain.commands import (
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import ChipsBought
-from studroom.services.table.command_handling import BadRequest, check_request, decode_request
+from studroom.services.table.request_decoding import BadRequest, check_request, decode_request
 from studroom.services.wire import protocol
 
 CONFIG = TableConfig(game="five_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))

@@ -16,7 +16,8 @@ from studroom.domain.errors import ALREADY_OPEN, DUPLICATE_COMMAND, NOT_YOUR_TUR
 from studroom.domain.events import ChipsBought, HandStarted, PauseStarted, TableOpened, TurnStarted
 from studroom.domain.table import Table
 from studroom.services.wire import protocol
-from studroom.services.table.command_handling import CommandHandler, Submission, decode_request
+from studroom.services.table.command_handling import CommandHandler
+from studroom.services.table.request_decoding import Submission, decode_request
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.store.port import VersionConflict
 from studroom.services.store.layout import store_of_table

@@ -23,7 +23,8 @@ from studroom.domain.simulate import choose
 from studroom.domain.table import Table
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.store.port import Snapshot
-from studroom.services.table.command_handling import CommandHandler, Submission
+from studroom.services.table.command_handling import CommandHandler
+from studroom.services.table.request_decoding import Submission
 from studroom.services.table.loading import load_table
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40))
