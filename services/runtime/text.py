@@ -14,9 +14,10 @@ is wrapped, so the text is the same on every machine.
 from __future__ import annotations
 
 import io
+import math
 import shutil
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import IO
 
 from rich import box
@@ -74,6 +75,13 @@ def table(header: Sequence[str], rows: Sequence[Sequence[object]], *, right: Col
     return draw(drawn)
 
 
+def figures(measured: Mapping[str, float]) -> str:
+    """Named measurements (a benchmark's), a row each: those whose name ends in ``ms``
+    with one decimal, the others (counts, rates) as integers."""
+    rows = [[name, float(value) if name.endswith("ms") else _integer(value)] for name, value in measured.items()]
+    return table(["measured", ""], rows)
+
+
 def draw(renderable: RenderableType) -> str:
     """What ``renderable`` looks like on this output (see the module docstring), each
     line without trailing spaces."""
@@ -88,6 +96,10 @@ def console_for_output(file: IO[str] | None = None) -> Console:
     tty = sys.stdout.isatty()
     return Console(file=file, width=shutil.get_terminal_size().columns if tty else NOT_A_TERMINAL_WIDTH,
                    force_terminal=tty, no_color=not tty, highlight=False, markup=False, emoji=False)
+
+
+def _integer(value: float) -> int | float:
+    return round(value) if math.isfinite(value) else value      # nan, inf: as they are
 
 
 def _is_number(value: object) -> bool:

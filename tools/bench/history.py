@@ -32,6 +32,7 @@ from studroom.domain.simulate import simulated_room
 from studroom.domain.table import Table
 
 from studroom.services.runtime.arguments import positive_int
+from studroom.services.runtime.text import figures
 from .database import bench_database
 
 HELP = "history: hands verified/s (re-run + deck audit) beside bare replay; history rebuild events/s beside bare reads"
@@ -113,10 +114,8 @@ def rebuild_rates(database_url: str, streams: dict[str, list[Event]]) -> dict[st
 
 def run(args: argparse.Namespace) -> int:
     print(f"verify: a simulated room of {args.tables} tables, {args.hands} hands")
-    for name, value in verify_rates(room(args.tables, hands=args.hands)).items():
-        print(f"  {name:55s} {value:12,.0f}")
+    print(figures(verify_rates(room(args.tables, hands=args.hands))))
     with bench_database() as (database_url, _):
         print(f"history rebuild: a simulated room of {args.tables} tables, {args.events} events")
-        for name, value in rebuild_rates(database_url, room(args.tables, events=args.events)).items():
-            print(f"  {name:55s} {value:12,.0f}")
+        print(figures(rebuild_rates(database_url, room(args.tables, events=args.events))))
     return 0

@@ -20,6 +20,7 @@ import psycopg
 from psycopg import sql
 
 from studroom.services.runtime.arguments import positive_int
+from studroom.services.runtime.text import figures
 from studroom.services.store.layout import store_schema
 from studroom.services.store.postgres import PostgresEventStore
 from ..stored_room import store_room
@@ -89,6 +90,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with bench_database() as (database_url, where):
         print(f"ledger benchmark on {where}: {args.events:,} events, {args.tables} tables, {args.stores} stores")
-        for name, value in bench(database_url, events=args.events, tables=args.tables, stores=args.stores).items():
-            print(f"{name:58s} {value:12,.0f}")
+        print(figures(bench(database_url, events=args.events, tables=args.tables, stores=args.stores)))
     return 0

@@ -41,6 +41,7 @@ from studroom.services.runtime.arguments import int_range, positive_float, posit
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.observability.stats import percentile
+from studroom.services.runtime.text import figures
 from studroom.services.wire import subjects
 from studroom.services.wire.pull import PullLoop, shared_consumer
 from ..lobby_lag import lags_ms
@@ -321,5 +322,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _say(results: dict[str, float]) -> None:
-    for name, value in results.items():
-        print(f"{name:52s} {value:12,.1f}", flush=True)
+    print(figures(results), flush=True)

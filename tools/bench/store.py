@@ -19,6 +19,7 @@ import psycopg
 from psycopg import sql
 
 from studroom.services.runtime.arguments import int_range, positive_float
+from studroom.services.runtime.text import figures
 from studroom.services.store.postgres import PostgresEventStore
 from .baselines import bare_commits_per_second
 from .database import bench_database
@@ -115,9 +116,7 @@ def run(args: argparse.Namespace) -> int:
             fsync = conn.execute("SHOW fsync").fetchone()[0]  # type: ignore[index]
             sync_commit = conn.execute("SHOW synchronous_commit").fetchone()[0]  # type: ignore[index]
         print(f"PostgreSQL {version} ({where}); fsync={fsync}, synchronous_commit={sync_commit}")
-        for name, value in bench(database_url, args.seconds).items():
-            print(f"{name:50s} {value:10,.0f}")
+        print(figures(bench(database_url, args.seconds)))
         if args.load_events > 0:
-            for name, value in load_times(database_url, args.load_events).items():
-                print(f"{name:70s} {value:10,.1f}")
+            print(figures(load_times(database_url, args.load_events)))
     return 0
