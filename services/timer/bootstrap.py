@@ -15,16 +15,13 @@ import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..runtime.arguments import MAX_REPLICAS, int_range, non_negative_float
 from ..runtime.observability.logs import fields
 from ..runtime.observability.metrics import log_fields
 from ..runtime.settings import Settings
 from .metrics import timer_metrics
-
-if TYPE_CHECKING:
-    from .service import TimerStats
+from .stats import TimerStats
 
 HELP = ("the timer service: ends turns and pauses between hands at their deadline (a local wheel; "
         "JetStream message schedules as the durable backstop)")
@@ -42,7 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     from ..runtime.processes import observe
-    from .service import TimerStats
 
     stats = TimerStats()
     observe.start(args, settings, "timer", stop).add(timer_metrics(stats))
@@ -61,7 +57,7 @@ async def serve_timer(
 ) -> TimerStats:
     """Run one timer-service instance until ``stop`` is set (forever if None); its counters."""
     from ..runtime.processes.credentials import credentials
-    from .service import SENDER, TimerStats
+    from .timeouts import SENDER
 
     stop = stop if stop is not None else asyncio.Event()
     stats = stats if stats is not None else TimerStats()
@@ -90,7 +86,8 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
     from ..runtime.processes import process
     from ..runtime.processes.credentials import masked_url
     from ..runtime.processes.preflight import preflight
-    from .service import SENDER, TimerService
+    from .service import TimerService
+    from .timeouts import SENDER
 
     service: TimerService | None = None
 

@@ -4,13 +4,10 @@ fire stamp past the deadline) and are done (the table's reply past the deadline)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..runtime.observability.metrics import Collect, Metric, by_label, counter
 from ..runtime.observability.stats import percentile
-
-if TYPE_CHECKING:
-    from .service import TimerStats
+from .stats import TimerStats
 
 QUANTILES = (50, 99, 100)
 

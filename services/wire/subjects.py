@@ -19,6 +19,7 @@ Events (JetStream, written only by the relay)
                                            no seed before its time: rule R33)
     ``studroom.priv.<player>.<table_id>``  one player's private copies (his own down
                                            cards); only he and the services may read it
+    Each message's header ``Studroom-Event`` names its event type (read it unparsed).
 
 The cashier (request/reply)
     ``studroom.cashier.<role>.<name>``     a player's or an operator's requests (balance,
@@ -68,6 +69,7 @@ PARTITIONS = 16                       # fixed for the life of an installation
 
 PUBLIC_STREAM = "STUDROOM_PUBLIC"
 PRIVATE_STREAM = "STUDROOM_PRIVATE"
+EVENT_HEADER = "Studroom-Event"       # the relay names each event message's type here
 
 
 class BadName(ValueError):

@@ -34,7 +34,7 @@ from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.text import table
 from studroom.services.runtime.observability.stats import percentile
 from studroom.services.timer.schedule import TimerPayload, encode_payload, now_ms, schedule_headers
-from studroom.services.timer.service import EVENT_HEADER, TimerService
+from studroom.services.timer.service import TimerService
 from studroom.services.wire import protocol, subjects
 from studroom.services.wire.pull import PullLoop
 
@@ -254,7 +254,7 @@ async def timers_via_public(nc: Any, service: TimerService, n: int, lead: float,
         deadline = base + (i * spread_ms // n if spread_ms else 0)
         event = TurnStarted(turn=1, seat=0, kind="act", deadline_ms=deadline, options=["fold", "call"])
         coros.append(js.publish(subjects.public_events(f"{prefix}{i}"), _encode(event),
-                                headers={EVENT_HEADER: "TurnStarted"}))
+                                headers={subjects.EVENT_HEADER: "TurnStarted"}))
     scheduled = service.stats.scheduled
     await _gather_limited(coros)
     while service.stats.scheduled - scheduled < n:      # every turn read, scheduled and armed

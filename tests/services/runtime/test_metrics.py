@@ -15,7 +15,7 @@ from studroom.services.runtime.observability.metrics import (
 )
 from studroom.services.table.metrics import CommandMeter
 from studroom.services.timer.metrics import timer_metrics
-from studroom.services.timer.service import TimerStats
+from studroom.services.timer.stats import TimerStats
 from studroom.services.wire.protocol import ErrorBody, Reply
 
 encode_reply = msgspec.json.Encoder().encode

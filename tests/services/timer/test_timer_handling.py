@@ -22,16 +22,11 @@ from studroom.services.timer.schedule import (
     encode_payload,
     schedule_time,
 )
-from studroom.services.timer.service import (
-    BAD_EVENT,
-    BAD_TIMER,
-    BAD_TURN,
-    EVENT_HEADER,
-    WRONG_LAST_SEQUENCE,
-    TimerService,
-    table_client,
-)
+from studroom.services.timer.service import BAD_EVENT, BAD_TIMER, BAD_TURN, TimerService
+from studroom.services.timer.timeouts import table_client
+from studroom.services.timer.turns import WRONG_LAST_SEQUENCE
 from studroom.services.wire import protocol, subjects
+from studroom.services.wire.subjects import EVENT_HEADER
 
 FIRED = datetime(2026, 11, 29, 12, 0, 0, 100_000, tzinfo=UTC)
 DEADLINE_MS = int(FIRED.timestamp() * 1000) - 100

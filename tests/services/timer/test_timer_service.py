@@ -45,7 +45,7 @@ from studroom.services.client.table import TableClient
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.timer.schedule import TimerPayload, schedule_headers
-from studroom.services.timer.service import TimerStats
+from studroom.services.timer.stats import TimerStats
 from studroom.services.wire import subjects
 from timer_stack import (
     SLEEPER,

@@ -14,9 +14,10 @@ from studroom.domain import errors
 from studroom.domain.commands import Timeout
 from studroom.domain.events import PauseStarted, TurnStarted
 from studroom.services.timer.schedule import TimerPayload, decode_payload, encode_payload
-from studroom.services.timer.service import EVENT_HEADER, TimerService
+from studroom.services.timer.service import TimerService
 from studroom.services.timer.wheel import Wheel
 from studroom.services.wire import subjects
+from studroom.services.wire.subjects import EVENT_HEADER
 from test_timer_handling import FakeJetStream, FakeTable, Msg
 
 T0 = 1_800_000_000_000
@@ -69,9 +70,9 @@ async def nowhere(subject: str, data: bytes) -> None:
     """Core NATS publishes (turn notices) go nowhere."""
 
 
-def service_with(table: FakeTable, js: FakeJetStream, clock: Clock) -> TimerService:
+def service_with(table: FakeTable, js: FakeJetStream, clock: Clock, instance_id: str = "unit") -> TimerService:
     nc = SimpleNamespace(jetstream=lambda: js, publish=nowhere)
-    return TimerService(nc, instance_id="unit", client=table, clock=clock)
+    return TimerService(nc, instance_id=instance_id, client=table, clock=clock)
 
 
 def public(table_id: str, event: TurnStarted | PauseStarted) -> Msg:
@@ -86,13 +87,13 @@ def test_R18_a_turn_learned_is_timed_out_by_the_wheel_and_the_backstop_is_skippe
 
     async def main() -> None:
         stop = asyncio.Event()
-        wheel = asyncio.create_task(service.run_wheel(stop))
+        wheel = asyncio.create_task(service.local.run(stop))
         await service._on_public(public("t1", TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 + 1000)))
-        assert len(service.wheel) == 1 and js.published          # durable schedule first, then the wheel
+        assert len(service.local.wheel) == 1 and js.published    # durable schedule first, then the wheel
         await asyncio.sleep(0.05)
         assert table.sent == []                                   # not before the deadline
         clock.ms = T0 + 1000
-        service._wake_up()                                        # (its loop timer, in real time)
+        service.local.wake_up()                                   # (its loop timer, in real time)
         for _ in range(100):
             if done:
                 break
@@ -116,8 +117,8 @@ def test_R5_a_pause_between_hands_is_timed_out_like_a_turn() -> None:
     async def main() -> None:
         await service._on_public(public("t1", PauseStarted(turn=7, deadline_ms=T0 + 500, pause_ms=500)))
         clock.ms = T0 + 500
-        [due] = service.wheel.due(T0 + 500)
-        await service._fire_local(due)
+        [due] = service.local.wheel.due(T0 + 500)
+        await service.local.fire(due)
 
     asyncio.run(main())
     assert decode_payload(js.published[0][1]) == TimerPayload(table_id="t1", turn=7, deadline_ms=T0 + 500,
@@ -129,15 +130,14 @@ def test_a_deadline_already_past_is_left_to_the_schedule() -> None:
     clock, js = Clock(T0), FakeJetStream()
     service = service_with(FakeTable(), js, clock)
     asyncio.run(service._on_public(public("t1", TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 - 1))))
-    assert js.published and len(service.wheel) == 0
+    assert js.published and len(service.local.wheel) == 0
 
 
 def test_R20_a_newer_turn_set_by_another_instance_drops_the_older_timer() -> None:
     """The next turn went to another instance: its notice drops this wheel's timer."""
     js = FakeJetStream()
     here = service_with(FakeTable(), js, Clock(T0))
-    there = service_with(FakeTable(), js, Clock(T0))
-    there.instance_id = "other"
+    there = service_with(FakeTable(), js, Clock(T0), instance_id="other")
     sent: list[Msg] = []
 
     async def publish(subject: str, data: bytes) -> None:
@@ -147,15 +147,15 @@ def test_R20_a_newer_turn_set_by_another_instance_drops_the_older_timer() -> Non
 
     async def main() -> None:
         await here._on_public(public("t1", TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 + 1000)))
-        await here._on_notice(sent[-1])                     # its own notice: kept
-        assert len(here.wheel) == 1
+        await here.local.on_notice(sent[-1])                # its own notice: kept
+        assert len(here.local.wheel) == 1
         await there._on_public(public("t1", TurnStarted(turn=4, seat=0, kind="act", deadline_ms=T0 + 2000)))
-        await here._on_notice(sent[-1])
+        await here.local.on_notice(sent[-1])
 
     asyncio.run(main())
     assert [m.subject for m in sent] == ["studroom.timer.turn.t1"] * 2
-    assert len(here.wheel) == 0 and here.stats.local_dropped == 1
-    assert len(there.wheel) == 1
+    assert len(here.local.wheel) == 0 and here.stats.local_dropped == 1
+    assert len(there.local.wheel) == 1
 
 
 def test_a_wheel_timeout_without_a_final_answer_leaves_the_turn_to_the_backstop() -> None:
@@ -163,7 +163,7 @@ def test_a_wheel_timeout_without_a_final_answer_leaves_the_turn_to_the_backstop(
     service = service_with(table, js, clock)
 
     async def main() -> Msg:
-        await service._fire_local(timer("t1", 3, T0))
+        await service.local.fire(timer("t1", 3, T0))
         fired = Msg(subjects.timer_fire("t1"), encode_payload(timer("t1", 3, T0)))
         await service._on_fire(fired)
         return fired
