@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..faults.drill import Drill, DrillOptions, report_table
+from ..faults.drill import Drill, DrillOptions
+from ..faults.report import report_table
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.arguments import (
     float_range,

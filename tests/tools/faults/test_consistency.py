@@ -1,4 +1,4 @@
-"""The fault drill's judge (services/room/consistency.py) finds what it must: a version
+"""The fault drill's judge (tools/faults/consistency.py) finds what it must: a version
 on the stream twice, a version skipped, a message that is not the stored event's public
 view, a stored event the stream lacks, chips that do not add up; and nothing on an
 honest stream."""
@@ -13,7 +13,7 @@ import msgspec
 from studroom.domain import views
 from studroom.domain.events import CardsDealt, ChipsBought, Event
 from studroom.domain.simulate import new_table, play_hand
-from studroom.services.room.consistency import VERSION_HEADER, Consistency
+from studroom.tools.faults.consistency import VERSION_HEADER, Consistency
 from studroom.services.wire import subjects
 
 TABLE = "f01"

@@ -15,15 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from studroom.tools.faults.drill import (
-    CRASH,
-    KILL,
-    SERVER,
-    STOP,
-    Drill,
-    DrillOptions,
-    report_table,
-)
+from studroom.tools.faults.drill import Drill, DrillOptions
+from studroom.tools.faults.fault import CRASH, KILL, SERVER, STOP
+from studroom.tools.faults.report import report_table
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

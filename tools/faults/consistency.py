@@ -1,5 +1,5 @@
 """What the event stores hold against what the public stream carries, and the chips, read
-as they grow (the fault drill's judge, :mod:`.faults`; docs/design/resilience.md).
+as they grow (the fault drill's judge, :mod:`.drill`; docs/design/resilience.md).
 
 Every stored event must be on the public stream exactly once, in order, as its public
 view (no version lost, none twice); every table's chips must add up after every event.
@@ -22,10 +22,10 @@ from studroom.domain import views
 from studroom.domain.events import Event
 from studroom.projections.ledger.conservation import TableChips
 
-from ..client.messages import decode_event
-from ..store.inspect import open_stores
-from ..store.layout import store_of_table
-from ..wire import subjects
+from studroom.services.client.messages import decode_event
+from studroom.services.store.inspect import open_stores
+from studroom.services.store.layout import store_of_table
+from studroom.services.wire import subjects
 
 VERSION_HEADER = "Studroom-Version"
 FETCH = 1000                     # stream messages per fetch
