@@ -74,6 +74,7 @@ def _health(args: argparse.Namespace) -> int:
     from ..runtime.processes import process
     from ..runtime.processes.credentials import credentials, masked_url
     from ..runtime.processes.observe import nats_url
+    from ..wire import subjects
 
     settings = Settings.from_env()
     url = nats_url(settings)
@@ -85,7 +86,7 @@ def _health(args: argparse.Namespace) -> int:
         nc = await process.connect(url, "studroom-health", creds=credentials(settings, *OPERATOR),
                                    max_reconnect_attempts=3)
         try:
-            return await ask_all(nc, "$SRV.STATS", args.wait)
+            return await ask_all(nc, subjects.DISCOVERY_STATS, args.wait)
         finally:
             await nc.drain()
 

@@ -102,6 +102,11 @@ def role_command_mapping(partitions: int = PARTITIONS) -> dict[str, str]:
     }
 
 
+def partition_command(partition: int, table_id: str, role: str, name: str) -> str:
+    """Where the server maps ``name``'s command for a table (in partition ``partition``)."""
+    return f"{PREFIX}.pcmd.{partition}.{check_name(table_id)}.{role}.{check_name(name)}"
+
+
 def commands_in_partition(partition: int) -> str:
     """What the owner of a partition subscribes to: every sender's commands."""
     return f"{PREFIX}.pcmd.{partition}.>"
@@ -337,6 +342,7 @@ def health_as(role: str, name: str) -> str:
 
 
 DISCOVERY = "$SRV.>"                  # NATS micro: $SRV.PING|INFO|STATS[.<name>[.<id>]]
+DISCOVERY_STATS = "$SRV.STATS"        # every instance of every service answers its counters
 
 
 # The lobby (projections/lobby/)

@@ -116,7 +116,7 @@ def _answer_commands(nats_url: str, ready: Any, stop: Any) -> None:
         async def answer(msg: Any) -> None:
             await msg.respond(reply)
 
-        await nc.subscribe(f"{subjects.PREFIX}.pcmd.>", cb=answer)
+        await nc.subscribe(subjects.all_commands(), cb=answer)
         await nc.flush()
         ready.set()
         while not stop.is_set():

@@ -85,7 +85,7 @@ async def check_mapping(nc: Any, role: str, name: str, partitions: int = subject
         except TimeoutError:
             raise Refused(
                 f"a command sent to {sent} did not arrive on its partition subject "
-                f"{subjects.PREFIX}.pcmd.{expected}.{table}.{role}.{name} within {wait:g} s: the NATS account has "
+                f"{subjects.partition_command(expected, table, role, name)} within {wait:g} s: the NATS account has "
                 f"no command subject mapping (operator mode: write the trust configuration again with "
                 f"`studroom auth server-config` and reload the servers; open server: its `mappings` "
                 f"block, services/wire/subjects.py role_command_mapping)") from None

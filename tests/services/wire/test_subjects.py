@@ -54,7 +54,10 @@ def test_each_wildcard_covers_its_own_subjects_only(pattern: str, inside: str, o
 
 
 def test_the_table_service_reads_the_sender_from_the_mapped_subject() -> None:
-    assert subjects.sender_of("studroom.pcmd.7.t1.operator.floor") == ("t1", "operator", "floor")
+    mapped = subjects.partition_command(7, "t1", "operator", "floor")
+    assert mapped == "studroom.pcmd.7.t1.operator.floor" and matches(subjects.commands_in_partition(7), mapped)
+    assert matches(subjects.commands_as("operator", "floor"), mapped)
+    assert subjects.sender_of(mapped) == ("t1", "operator", "floor")
     for forged in ("studroom.pcmd.7.t1.king.floor", "studroom.cmd.t1.alice", "studroom.pcmd.7.t1.player.a.b"):
         with pytest.raises(BadName):
             subjects.sender_of(forged)
