@@ -27,8 +27,6 @@ from .saga import ATTEMPTS, now_ms
 log = logging.getLogger("studroom.cashier")
 
 CONSUMER: Final = "studroom_cashier"          # on STUDROOM_PUBLIC
-EVENT_HEADER: Final = "Studroom-Event"        # set by the relay on every message
-VERSION_HEADER: Final = "Studroom-Version"
 
 
 class _Left(msgspec.Struct, frozen=True):
@@ -58,12 +56,12 @@ class CashOuts:
 
     async def on_public(self, msg: Any) -> None:
         headers = msg.headers or {}
-        if headers.get(EVENT_HEADER) != "PlayerLeft":
+        if headers.get(subjects.EVENT_HEADER) != "PlayerLeft":
             await msg.ack()
             return
         try:
             left = _decode_left(msg.data)
-            version = int(headers[VERSION_HEADER])
+            version = int(headers[subjects.VERSION_HEADER])
             table_id = subjects.check_name(msg.subject.rsplit(".", 1)[1])
         except (msgspec.DecodeError, msgspec.ValidationError, KeyError, ValueError) as e:
             log.error("a PlayerLeft on %s the cashier cannot read (%s): skipped", msg.subject, e)

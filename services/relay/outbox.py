@@ -60,8 +60,8 @@ def dead_letter(message: Outgoing, reason: str) -> DeadLetter:
     """The dead letter of a message the server refused (its id says which event and
     copy: ``S:<n>`` or ``S:<n>:<seat>``)."""
     store, notification, *seat = message.msg_id.split(":")
-    return DeadLetter(store, int(notification), message.table, int(message.headers["Studroom-Version"]),
-                      message.headers["Studroom-Event"], int(seat[0]) if seat else None, reason)
+    return DeadLetter(store, int(notification), message.table, int(message.headers[subjects.VERSION_HEADER]),
+                      message.headers[subjects.EVENT_HEADER], int(seat[0]) if seat else None, reason)
 
 
 def wire_size(headers: dict[str, str], payload: bytes) -> int:
@@ -117,8 +117,8 @@ class Outbox:
         headers = {
             "Nats-Msg-Id": msg_id,
             "Nats-Expected-Stream": stream,
-            "Studroom-Version": str(n.version),
-            "Studroom-Event": kind,
+            subjects.VERSION_HEADER: str(n.version),
+            subjects.EVENT_HEADER: kind,
         }
         payload = self._encode(view)
         if len(payload) > self.max_payload - HEADROOM and (size := wire_size(headers, payload)) > self.max_payload:

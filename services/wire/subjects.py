@@ -19,7 +19,8 @@ Events (JetStream, written only by the relay)
                                            no seed before its time: rule R33)
     ``studroom.priv.<player>.<table_id>``  one player's private copies (his own down
                                            cards); only he and the services may read it
-    Each message's header ``Studroom-Event`` names its event type (read it unparsed).
+    Each message's headers ``Studroom-Event`` and ``Studroom-Version`` name its event
+    type and the table's version after it (read them without parsing the body).
 
 The cashier (request/reply)
     ``studroom.cashier.<role>.<name>``     a player's or an operator's requests (balance,
@@ -69,7 +70,8 @@ PARTITIONS = 16                       # fixed for the life of an installation
 
 PUBLIC_STREAM = "STUDROOM_PUBLIC"
 PRIVATE_STREAM = "STUDROOM_PRIVATE"
-EVENT_HEADER = "Studroom-Event"       # the relay names each event message's type here
+EVENT_HEADER = "Studroom-Event"       # the relay names each event message's type here ...
+VERSION_HEADER = "Studroom-Version"   # ... and its table's version after it
 
 
 class BadName(ValueError):
