@@ -1,4 +1,5 @@
-"""What the dealer announces about a player's up cards (rules R30, R31; seed 003 §3).
+"""What the dealer announces about a player's up cards (rules R30, R31 in
+docs/rules.md).
 
 R30: from the second up card on, the made combinations the up cards actually show:
 a pair, two pair (the higher pair is named), three of a kind, four of a kind.

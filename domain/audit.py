@@ -1,4 +1,5 @@
-"""Checking the cards of a table's hands (rule R32), for disputes and for players.
+"""Checking the cards of a table's hands (rule R32 in docs/rules.md), for disputes and
+for players.
 
 :func:`audit` takes any stream of one table's events (a whole table, a few hands, a
 player's messages merged by :func:`merged`) and checks each hand in it:

@@ -14,6 +14,8 @@ service's own hand starts, scripted hands) and are trusted.
 - A **service** has exactly its own command: the timer times out turns (R20), the
   cashier credits chips, naming the player it debited (the table credits only his own
   seat: domain/buy_ins.py).
+
+Rules R20, R28 (docs/rules.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Fixed-limit betting (rules R8, R11..R16): what a player may do and what it costs.
+"""Fixed-limit betting (rules R8, R11..R16 in docs/rules.md): what a player may do and
+what it costs.
 
 The functions read the hand and return the event an action makes, or raise a
 DomainError; they never change the hand (the aggregate applies the event).

@@ -1,7 +1,7 @@
-"""The buy-in rule (R3), written once: the table applies it to a ``BuyIn``, and the
-cashier to the table as it sees it (a ``ViewTable``) before it reserves anything, so a
-buy-in the table would refuse is refused at the cashier's door and stores nothing
-(docs/design/cashier.md).
+"""The buy-in rule (R3 in docs/rules.md), written once: the table applies it to a
+``BuyIn``, and the cashier to the table as it sees it (a ``ViewTable``) before it
+reserves anything, so a buy-in the table would refuse is refused at the cashier's door
+and stores nothing (docs/design/cashier.md).
 
 A buy-in (or top-up) names the player whose account paid for it: it goes only into a
 seat that player holds (``forbidden`` otherwise: the chips would be someone else's).

@@ -6,6 +6,8 @@ then by suit clubs < diamonds < hearts < spades: exactly the order rule R7 uses 
 the lowest door card and rule R24 uses to find the highest single card.
 
 On the wire (events, scenarios) a card is the usual two-letter text, ``"Kd"``.
+
+Rules R7, R24 (docs/rules.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The deck commitment of rule R32: a Merkle tree over a deck's places that opens card
-by card, without revealing any other card.
+"""The deck commitment of rule R32 (docs/rules.md): a Merkle tree over a deck's places
+that opens card by card, without revealing any other card.
 
 * Each place ``p`` of the deck (0 = the top card) is a leaf:
   ``leaf = SHA-256(0x00 || p as one byte || the card's two ASCII letters || salt)``,

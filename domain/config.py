@@ -1,4 +1,5 @@
-"""A table's settings: game, stakes, rake, limits, timers (rules R2, R3, R8, R18, R19, R27)."""
+"""A table's settings: game, stakes, rake, limits, timers (rules R2, R3, R8, R18, R19,
+R27 in docs/rules.md)."""
 
 from __future__ import annotations
 

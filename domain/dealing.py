@@ -1,6 +1,9 @@
 """Dealing: the first deal, later streets with burns, running out of cards (R17), and
 who opens each betting round (R7 bring-in, R10 best board, R29 exposed last card).
-Every card dealt carries the proof that opens it in the deck's commitment (R32)."""
+Every card dealt carries the proof that opens it in the deck's commitment (R32).
+
+Rules R6, R7, R9, R10, R17, R29, R32 (docs/rules.md).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hand's deck and its commitment (rule R32).
+"""The hand's deck and its commitment (rules R32, R17 in docs/rules.md).
 
 How a deck is made, so that the dispute process can make it again from the dealer's
 record (docs/design/fair-dealing.md says it all for third parties):

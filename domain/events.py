@@ -16,6 +16,8 @@ the private copies mechanically (rule R33):
 
 Every card that leaves the store carries the proof that opens it in the hand's deck
 commitment (R32, ``deck.py``), so a proof is as secret as its card.
+
+Rules R23, R32, R33 (docs/rules.md); each event type names the rule it records.
 """
 
 from __future__ import annotations

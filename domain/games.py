@@ -1,4 +1,5 @@
-"""The three games as rule profiles of one engine (rules R1, R2, R6, R9, R11, R12)."""
+"""The three games as rule profiles of one engine (rules R1, R2, R6, R9, R11, R12 in
+docs/rules.md)."""
 
 from __future__ import annotations
 

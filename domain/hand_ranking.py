@@ -32,6 +32,8 @@ Low hands (rule R25)
 
 Partial boards (rule R10)
     :func:`board_value` ranks 1..5 up cards for who acts first.
+
+Rules R10, R22, R25 (docs/rules.md).
 """
 
 from __future__ import annotations

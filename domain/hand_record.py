@@ -4,6 +4,8 @@ A :class:`HandRecord` is what a player's history keeps of a hand, what the expor
 (text, PHH) read, and what a history request returns: the table's settings, who sat
 where when the hand began, and the hand's events as the reader may see them
 (``seen.py``), or the dealer's full record for the room's own use (disputes).
+
+Rules R23, R33 (docs/rules.md).
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
+
 from .config import TableConfig
 from .events import Event, HandStarted, PlayerLeft, PlayerSatDown, TableEvent
-
 from .hands import HandSpan, config_of, started_ms
 from .seen import seen_by
 

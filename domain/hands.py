@@ -13,6 +13,8 @@ that number exists (yet).
 Events carry no time of their own.  The table's clock is the service's clock
 (``now_ms``) of the command that opened a turn, and every ``TurnStarted`` gives it back:
 its ``deadline_ms`` is that clock plus the table's timer for that kind of turn.
+
+Rules R5, R18 (docs/rules.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
+
 from .config import TableConfig
 from .events import Event, HandCancelled, HandEnded, HandStarted, TableOpened, TurnStarted
 

@@ -1,4 +1,4 @@
-"""Pots, rake and the split of each pot (rules R24, R25, R26, R27).
+"""Pots, rake and the split of each pot (rules R24-R27 in docs/rules.md).
 
 Pure arithmetic on integers: given what every player put in and who is still in the
 hand, build the main and side pots; take the rake; split each pot between winners.

@@ -1,11 +1,11 @@
-"""Scripted hands (SCENARIO.md): one hand, fixed cards and decisions, exact outcome.
+"""Scripted hands (docs/scenarios.md): one hand, fixed cards and decisions, exact outcome.
 
 ``play(scenario)`` runs the script through the same :class:`~studroom.domain.table.Table`
-the table service runs, and returns the SCENARIO.md output (or ``{"error": ...}``).
+the table service runs, and returns the scenario's output (or ``{"error": ...}``).
 
 A script is read strictly (:class:`Scenario`): a key it does not know, anywhere, or a
 value of the wrong type is a ``bad_scenario`` error naming where, never ignored.
-Beyond SCENARIO.md, two optional keys:
+Beyond the format docs/scenarios.md describes, two optional keys:
 
 * ``"timeout_policy"``: ``"all_in_protection"`` (the default, seed 000) or
   ``"check_or_fold"`` (rule R19);
@@ -15,6 +15,8 @@ Beyond SCENARIO.md, two optional keys:
 
 and one more outcome: ``"ended_on": "cancelled"`` when fewer than two players posted
 their antes (R5: every ante goes back, nothing is dealt).
+
+Rules R5, R19, R28 (docs/rules.md).
 """
 
 from __future__ import annotations

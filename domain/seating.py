@@ -5,6 +5,8 @@ Folded forward event by event, as the table's stream is read: ``HandStarted.seat
 (everyone dealt in), ``PlayerSatDown`` and ``PlayerLeft``. A seat's holder is the
 player dealt into the current hand there, else the player sitting there, so a player
 who left during a hand still holds his seat's cards until the next hand starts.
+
+Rule R33 (docs/rules.md).
 """
 
 from __future__ import annotations

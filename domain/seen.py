@@ -1,4 +1,4 @@
-"""A hand as one player may see it afterwards (rules R23, R32, R33).
+"""A hand as one player may see it afterwards (rules R23, R32, R33 in docs/rules.md).
 
 Everything public; his own down cards; and, when he took part in the showdown, every
 hand that stayed to the end, mucked ones included (R23); each card with the proof that

@@ -1,4 +1,4 @@
-"""The showdown and the award of every pot (rules R21, R22, R24..R27)."""
+"""The showdown and the award of every pot (rules R21, R22, R24..R27 in docs/rules.md)."""
 
 from __future__ import annotations
 

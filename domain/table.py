@@ -8,6 +8,9 @@ the only code that changes state, so ``Table.replay(events)`` rebuilds the ident
 table (event sourcing).
 
 The domain is pure: the clock (``now_ms``) and the deck seed come in with the commands.
+
+Rules R3-R5, R15, R18-R20, R28 and R34 as far as built (docs/rules.md); the rest in the
+modules it calls (betting, dealing, showdown, pots).
 """
 
 from __future__ import annotations

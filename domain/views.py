@@ -1,5 +1,5 @@
-"""Who may see what (rules R23, R32, R33): the public and the private copies of an
-event, and a whole table as one player may see it.
+"""Who may see what (rules R23, R32, R33 in docs/rules.md): the public and the private
+copies of an event, and a whole table as one player may see it.
 
 Events are the dealer's view.  What is secret is declared on the event types
 (``__secret__`` fields, and ``DealtCard.card`` unless the card is up), so these views
