@@ -8,6 +8,9 @@ are set; otherwise embedded ones run in a temporary folder (not the developer's
 global account) for tests of other concerns.  The trust tests use a SECURE one, as
 the room runs it (operator mode, docs/design/trust.md): ``secure_nats_url``, its
 ``authority``, and ``connect_as(role, name)``.
+
+``live_room`` is a room that plays (its servers and every service), shared by the tests
+that only need one (tests/live_room.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_room import LiveRoom
 from studroom.services.auth.authority import Authority
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import Settings
@@ -112,3 +116,15 @@ def private_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="studroom-it-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def live_room(database_url: str) -> Iterator[LiveRoom]:
+    """The session's shared room (tests/live_room.py), started on first use."""
+    room = LiveRoom(database_url)
+    try:
+        room.start()
+        yield room
+    finally:
+        problems = room.stop()
+    assert not problems, f"the shared room's services: {problems}"

@@ -1,7 +1,7 @@
 """The room end to end: bots play over NATS against two table-service processes and
 the relay, on real servers, with NATS authorization on (operator mode: every process
-and every bot connects as its own identity, with only its role's powers); then the
-store is the judge.
+and every bot connects as its own identity, with only its role's powers): the shared
+room (tests/live_room.py), at tables of this test's own; then the store is the judge.
 
 * every table's stored events replay to a valid table (``Table.replay``);
 * every public message a bot received is exactly the public view of the stored event
@@ -25,12 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
+from live_room import LiveRoom
 from secrecy import Message, Truth, scan
 from studroom.domain import views
 from studroom.domain.events import (
@@ -50,18 +50,15 @@ from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
 from studroom.services.client.messages import decode_event
 from studroom.services.room.bots import Room
-from studroom.services.room.plans import TablePlan, plan_tables, table_ids
+from studroom.services.room.plans import TablePlan, plan_tables
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,
     NATS_CREDS_VAR,
     NATS_URL_VAR,
-    Settings,
 )
-from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.store.inspect import load_tables, open_stores, stream_ids
-from studroom.services.store.layout import store_schemas
 from studroom.services.wire import subjects
 
 pytestmark = pytest.mark.integration
@@ -192,26 +189,15 @@ async def _play(nats_url: str, authority: Authority, plans: list[TablePlan], spy
 
 
 def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authorization(
-    settings: Settings, secure_nats_url: str, authority: Authority, database_url: str
+    live_room: LiveRoom, database_url: str
 ) -> None:
-    run = uuid.uuid4().hex[:6]
-    prefix = f"itroom_{run}_p"
-    schemas = store_schemas(2, prefix)
-    ids = table_ids(TABLES, prefix=f"it{run}t")
+    ids = live_room.table_ids("e2e", TABLES)
     plans = plan_tables(ids, BOTS_PER_TABLE, {})
-    env = child_env(secure_nats_url, database_url, settings.data_dir)
-    log_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-logs-"))
-    # The default lease bucket: the table service's permissions name it (no other).
-    services = Services(env, log_dir, instances=2, stores=2, name=f"it{run}",
-                        schema_prefix=prefix, authority=authority)
-    spy = Spy(authority, log_dir)
-    services.start()
-    try:
-        room = asyncio.run(_play(secure_nats_url, authority, plans, spy))
-        assert not services.dead(), f"a service died: {services.dead()}; logs in {log_dir}"
-    finally:
-        problems = services.stop()
-    assert not problems, problems
+    log_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-spy-"))
+    spy = Spy(live_room.authority, log_dir)
+    room = asyncio.run(_play(live_room.url, live_room.authority, plans, spy))
+    assert not live_room.dead(), f"a service died: {live_room.dead()}; logs in {live_room.log_dir}"
+    schemas = live_room.schemas
 
     stats = room.stats
     print(f"{stats.hands} hands, {stats.actions} actions, {stats.errors} errors, "
@@ -219,12 +205,12 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
     assert stats.hands >= 100, f"only {stats.hands} hands were played"
     assert stats.errors == 0, stats.error_codes
 
-    stored = {t: e for t, e in load_tables(database_url, schemas).items() if t in ids}
+    stored = load_tables(database_url, schemas, only=ids)
     assert sorted(stored) == ids
-    # Both stores hold tables (partition p -> store p % 2) and both services served.
+    # Both stores hold tables of ours (partition p -> store p % 2).
     stores = open_stores(database_url, schemas)
     try:
-        assert all(stream_ids(store) for store in stores)
+        assert all(set(stream_ids(store)) & set(ids) for store in stores)
     finally:
         for store in stores:
             store.close()
