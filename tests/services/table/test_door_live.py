@@ -2,16 +2,17 @@
 history, health) answers only on the asker's own inbox, and one player's flood is
 refused ``rate_limited`` while the room plays on.
 
-One module-scoped room: the services as child processes (the supervisor, as `studroom
-room` runs them) on the session's server in operator mode, and bots at two tables.  A
-spy of the test's own (may subscribe to everything, publish nothing) sees every
-message on the hostile reply subjects.
+The shared room (tests/live_room.py: the services as child processes, as `studroom
+room` runs them, on a server in operator mode), and bots of this module's own at two
+tables.  A spy of the test's own (may subscribe to everything, publish nothing) sees
+every message on the hostile reply subjects.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from live_room import LiveRoom
 from studroom.projections.history.protocol import Hands
 from studroom.projections.history.protocol import encode as encode_history
 from studroom.services.wire.subjects import LOBBY_BUCKET
@@ -29,11 +31,9 @@ from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
 from studroom.services.wire.cashier_protocol import Balance, encode
 from studroom.services.room.bots import Room
-from studroom.services.room.plans import plan_tables, table_ids
+from studroom.services.room.plans import plan_tables
 from studroom.services.runtime.processes import process
 from studroom.services.cli.health import ask_all
-from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.wire.subjects import LEASE_BUCKET
 from studroom.services.wire import protocol, subjects
 from studroom.services.wire.partitioning import partition_of
@@ -46,8 +46,8 @@ MAL, BOSS = f"mal{RUN}", f"boss{RUN}"      # the hostile player, a hostile opera
 ANSWER = b'{"ok'                         # how every responder's answer begins
 
 
-class LiveRoom:
-    """The room on an event loop of its own thread (the tests call in)."""
+class DoorRoom:
+    """The bots and the test's connections on an event loop of its own thread (the tests call in)."""
 
     def __init__(self, url: str, authority: Authority, tables: list[str], folder: Path) -> None:
         self.url, self.authority, self.tables = url, authority, tables
@@ -86,21 +86,17 @@ class LiveRoom:
 
 
 @pytest.fixture(scope="module")
-def live(settings: Settings, secure_nats_url: str, authority: Authority, database_url: str) -> Iterator[LiveRoom]:
-    env = child_env(secure_nats_url, database_url, settings.data_dir)
+def live(live_room: LiveRoom) -> Iterator[DoorRoom]:
     folder = Path(tempfile.mkdtemp(prefix="studroom-it-door-"))
-    services = Services(env, folder, instances=1, stores=1, timers=True, name=f"dr{RUN}",
-                        schema_prefix=f"dr_{RUN}_p", authority=authority)
-    services.start()
-    room = LiveRoom(secure_nats_url, authority, table_ids(2, prefix=f"dr{RUN}t"), folder)
+    room = DoorRoom(live_room.url, live_room.authority, live_room.table_ids(f"dr{RUN}t", 2), folder)
     try:
         room.run(room.start())
         yield room
-        assert not services.dead(), f"a service died: {services.dead()}; logs in {folder}"
+        assert not live_room.dead(), f"a service died: {live_room.dead()}; logs in {live_room.log_dir}"
         room.run(room.stop())
     finally:
         room.close()
-        services.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def requests(table_id: str) -> dict[str, tuple[Any, str, bytes]]:
@@ -120,7 +116,7 @@ def hostile_replies(table_id: str) -> list[str]:
             f"studroom.svc.{table_id}.timer"]
 
 
-async def _misdirected(live: LiveRoom) -> int:
+async def _misdirected(live: DoorRoom) -> int:
     """Every door's misdirected count, from the services' $SRV.STATS."""
     total = 0
     for stats in await ask_all(live.boss, "$SRV.STATS", 1.0):
@@ -129,7 +125,7 @@ async def _misdirected(live: LiveRoom) -> int:
     return total
 
 
-def test_replies_only_to_the_askers_own_inbox_at_every_responder(live: LiveRoom) -> None:
+def test_replies_only_to_the_askers_own_inbox_at_every_responder(live: DoorRoom) -> None:
     table_id = live.tables[0]
 
     async def main() -> None:
@@ -191,7 +187,7 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
-def test_one_players_flood_is_rate_limited_and_the_room_plays_on(live: LiveRoom) -> None:
+def test_one_players_flood_is_rate_limited_and_the_room_plays_on(live: DoorRoom) -> None:
     table_id = live.tables[0]
     quiet_s = flood_s = 4.0
 
