@@ -13,7 +13,8 @@ levels of play:
   between hands and during them; a live dealer's streets, R28), and the cashier's side
   of it (:class:`SimulatedCashier`: each player's account events, domain/account.py:
   deposits, buy-ins reserved then confirmed or refunded, cash-outs, withdrawals).
-  :func:`simulated_room` plays many tables in turn with one cashier.
+  :func:`simulated_room` plays many tables in turn with one cashier, :func:`play_room`
+  gathers their streams.
 
 The chances below are decisions for the simulation only, chosen so that a few dozen
 hands see every kind of event.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import itertools
 import random
 from bisect import bisect
+from collections import defaultdict
 from collections.abc import Iterator
 from functools import lru_cache
 from itertools import accumulate
@@ -356,3 +358,26 @@ def simulated_room(tables: int, seed: int = 1, prefix: str = "sim") -> Iterator[
         for table in playing:
             events = table.round()
             yield Played(table.table_id, events, cashier.take())
+
+
+class PlayedRoom(NamedTuple):
+    """A simulated room's streams, gathered."""
+
+    tables: dict[str, list[Event]]                # table id -> its stream
+    accounts: dict[str, list[AccountEvent]]       # player -> his account's stream
+
+
+def play_room(tables: int, *, rounds: int = 0, events: int = 0, seed: int = 1, prefix: str = "sim") -> PlayedRoom:
+    """:func:`simulated_room` played until ``rounds`` rounds or ``events`` table events
+    (whichever is given and comes first)."""
+    played = PlayedRoom(defaultdict(list), defaultdict(list))
+    count = stored = 0
+    for table_id, new, accounts in simulated_room(tables, seed, prefix):
+        played.tables[table_id] += new
+        for player, account_events in accounts.items():
+            played.accounts[player] += account_events
+        count += 1
+        stored += len(new)
+        if (rounds and count >= rounds) or (events and stored >= events):
+            return played
+    raise AssertionError("simulated_room never ends")  # pragma: no cover

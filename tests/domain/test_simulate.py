@@ -4,29 +4,17 @@ accounts add up."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 
 from studroom.domain.account import Account, BuyInRefunded, Deposited, Withdrawn
 from studroom.domain.events import HandEnded, LastCardsExposed, TimedOut
-from studroom.domain.simulate import SimulatedTable, simulated_room
+from studroom.domain.simulate import SimulatedTable, play_room
 from studroom.domain.table import Table
 
 
-def _room(rounds: int, seed: int = 7) -> tuple[dict[str, list], dict[str, list]]:
-    tables: dict[str, list] = defaultdict(list)
-    accounts: dict[str, list] = defaultdict(list)
-    room = simulated_room(4, seed=seed)
-    for _ in range(rounds):
-        played = next(room)
-        tables[played.table_id] += played.events
-        for player, events in played.accounts.items():
-            accounts[player] += events
-    return tables, accounts
-
-
 def test_a_seed_gives_one_room() -> None:
-    assert _room(40) == _room(40)
-    assert _room(40) != _room(40, seed=8)
+    assert play_room(4, rounds=40, seed=7) == play_room(4, rounds=40, seed=7)
+    assert play_room(4, rounds=40, seed=7) != play_room(4, rounds=40, seed=8)
 
 
 def test_the_streams_replay_to_the_tables_that_made_them() -> None:
@@ -39,7 +27,7 @@ def test_the_streams_replay_to_the_tables_that_made_them() -> None:
 
 
 def test_every_chip_of_the_room_is_in_an_account_on_a_seat_or_raked() -> None:
-    tables, accounts = _room(300)
+    tables, accounts = play_room(4, rounds=300, seed=7)
     kinds = Counter(type(e).__name__ for events in accounts.values() for e in events)
     assert {"BuyInReserved", "BuyInConfirmed", "BuyInRefunded", "CashedOut", "Deposited", "Withdrawn"} <= set(kinds)
     money_in = sum(e.amount for events in accounts.values() for e in events if isinstance(e, Deposited))
@@ -51,13 +39,13 @@ def test_every_chip_of_the_room_is_in_an_account_on_a_seat_or_raked() -> None:
 
 
 def test_a_refused_top_up_is_refunded_and_never_reaches_a_seat() -> None:
-    _, accounts = _room(300)
+    _, accounts = play_room(4, rounds=300, seed=7)
     refunds = [e for events in accounts.values() for e in events if isinstance(e, BuyInRefunded)]
     assert refunds and {e.reason for e in refunds} == {"over_max_buy_in"}
 
 
 def test_the_room_sees_timeouts_and_live_dealers_exposing_a_seventh_card() -> None:
-    tables, _ = _room(300)
+    tables, _ = play_room(4, rounds=300, seed=7)
     events = [e for stream in tables.values() for e in stream]
     assert any(isinstance(e, TimedOut) for e in events)
     assert any(isinstance(e, LastCardsExposed) for e in events)

@@ -4,7 +4,6 @@ room has no difference; every planted one is found and named where it happened."
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
 
 import msgspec
@@ -26,21 +25,14 @@ from studroom.projections.ledger.table_audit import (
 )
 from studroom.projections.ledger.entries import TableBook, table_entries
 from studroom.projections.ledger.reconcile import Scope
-from studroom.domain.simulate import simulated_room
+from studroom.domain.simulate import play_room
 
 Tamper = Callable[[str, int, list], list]
 
 
 def _room(hands: int = 60, seed: int = 5) -> tuple[dict[str, list], dict[str, list]]:
-    tables: dict[str, list] = defaultdict(list)
-    accounts: dict[str, list] = defaultdict(list)
-    room = simulated_room(3, seed=seed)
-    for _ in range(hands):
-        played = next(room)
-        tables[played.table_id] += played.events
-        for player, events in played.accounts.items():
-            accounts[account_stream(player)] += events
-    return tables, accounts
+    tables, accounts = play_room(3, rounds=hands, seed=seed)
+    return tables, {account_stream(player): events for player, events in accounts.items()}
 
 
 def _audit(tables: dict[str, list], accounts: dict[str, list], booked_as: Tamper = lambda s, v, e: e,

@@ -57,7 +57,7 @@ from studroom.projections.ledger.entries import (
     Unbookable,
     table_entries,
 )
-from studroom.domain.simulate import simulated_room
+from studroom.domain.simulate import play_room, simulated_room
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 GOLDEN = [p for p in sorted(SCENARIOS.glob("*.json")) if "result" in json.loads(p.read_text(encoding="utf-8"))["expect"]]
@@ -191,12 +191,7 @@ def test_the_cashiers_movements_are_booked_between_the_world_the_balance_and_tra
 
 
 def test_a_simulated_room_books_every_chip_and_the_books_sum_to_zero() -> None:
-    room = simulated_room(4, seed=11)
-    tables: dict[str, list] = defaultdict(list)
-    for _ in range(120):
-        played = next(room)
-        tables[played.table_id] += played.events
-    for table, events in tables.items():
+    for table, events in play_room(4, rounds=120, seed=11).tables.items():
         entries = book(events, table)
         b = balances(entries)
         assert sum(b.values()) == 0

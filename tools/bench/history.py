@@ -22,13 +22,12 @@ from __future__ import annotations
 import argparse
 import time
 import uuid
-from collections import defaultdict
 
 import psycopg
 from psycopg import sql
 from studroom.domain.events import Event
 from studroom.domain.hands import spans
-from studroom.domain.simulate import simulated_room
+from studroom.domain.simulate import play_room
 from studroom.domain.table import Table
 
 from studroom.services.runtime.arguments import positive_int
@@ -44,20 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hands", type=positive_int, default=3000, help="hands to verify (default 3000)")
     parser.add_argument("--events", type=positive_int, default=100_000, help="stored events to rebuild from (default 100000)")
     parser.add_argument("--tables", type=positive_int, default=16, help="tables of the simulated room (default 16)")
-
-
-def room(tables: int, *, hands: int = 0, events: int = 0, seed: int = 1) -> dict[str, list[Event]]:
-    """The streams of a simulated room of ``tables`` tables once ``hands`` rounds (a
-    hand each, where two players are ready) or ``events`` events are played."""
-    streams: dict[str, list[Event]] = defaultdict(list)
-    played = stored = 0
-    for table_id, new, _ in simulated_room(tables, seed, prefix="bench"):
-        streams[table_id] += new
-        played += 1
-        stored += len(new)
-        if (hands and played >= hands) or (events and stored >= events):
-            return streams
-    raise AssertionError("simulated_room never ends")  # pragma: no cover
 
 
 def verify_rates(streams: dict[str, list[Event]]) -> dict[str, float]:
@@ -114,8 +99,8 @@ def rebuild_rates(database_url: str, streams: dict[str, list[Event]]) -> dict[st
 
 def run(args: argparse.Namespace) -> int:
     print(f"verify: a simulated room of {args.tables} tables, {args.hands} hands")
-    print(figures(verify_rates(room(args.tables, hands=args.hands))))
+    print(figures(verify_rates(play_room(args.tables, rounds=args.hands, prefix="bench").tables)))
     with bench_database() as (database_url, _):
         print(f"history rebuild: a simulated room of {args.tables} tables, {args.events} events")
-        print(figures(rebuild_rates(database_url, room(args.tables, events=args.events))))
+        print(figures(rebuild_rates(database_url, play_room(args.tables, events=args.events, prefix="bench").tables)))
     return 0
