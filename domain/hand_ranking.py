@@ -1,4 +1,4 @@
-"""Hand values: best five-card high hand, 8-or-better low, partial boards (pure).
+"""Hand values (rules R10, R22, R25 in docs/rules.md): high, 8-or-better low, partial boards.
 
 Cards are the integers of :mod:`studroom.domain.cards` (``rank * 4 + suit``; ranks
 0..12 = 2..A, suits 0..3 = c, d, h, s).
@@ -32,8 +32,6 @@ Low hands (rule R25)
 
 Partial boards (rule R10)
     :func:`board_value` ranks 1..5 up cards for who acts first.
-
-Rules R10, R22, R25 (docs/rules.md).
 """
 
 from __future__ import annotations
