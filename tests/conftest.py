@@ -10,7 +10,7 @@ the room runs it (operator mode, docs/design/trust.md): ``secure_nats_url``, its
 ``authority``, and ``connect_as(role, name)``.
 
 ``live_room`` is a room that plays (its servers and every service), shared by the tests
-that only need one (tests/live_room.py).
+that only need one; ``room_command`` one run of ``studroom room`` (tests/live_room.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_room import LiveRoom
+from live_room import LiveRoom, RoomCommand, run_room_command
 from studroom.services.auth.authority import Authority
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import Settings
@@ -128,3 +128,14 @@ def live_room(database_url: str) -> Iterator[LiveRoom]:
     finally:
         problems = room.stop()
     assert not problems, f"the shared room's services: {problems}"
+
+
+@pytest.fixture(scope="session")
+def room_command() -> Iterator[RoomCommand]:
+    """One ``studroom room`` run on servers of its own, in a fresh data folder
+    (tests/live_room.py); the folder stays until the session ends."""
+    data_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-cli-"))
+    try:
+        yield run_room_command(data_dir)
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)

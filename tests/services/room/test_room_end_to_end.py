@@ -11,18 +11,15 @@ room (tests/live_room.py), at tables of this test's own; then the store is the j
   (checked on everything the relay sent to the tables' private subjects);
 * chips are conserved at every table.
 
-And ``studroom room --tables 2 --for 10`` as a subprocess, on its own embedded
-servers in a fresh data folder, exits 0, says the chips are conserved and where the
-credentials are, and neither it nor its services' logs show any of them.
+And ``studroom room`` as a subprocess (run once a session: tests/live_room.py), on its
+own embedded servers in a fresh data folder, exits 0, says the chips are conserved and
+where the credentials are, and neither it nor its services' logs show any of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -30,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_room import LiveRoom
+from live_room import ROOM_BOTS_PER_TABLE, ROOM_TABLES, LiveRoom, RoomCommand
 from secrecy import Message, Truth, scan
 from studroom.domain import views
 from studroom.domain.events import (
@@ -52,12 +49,6 @@ from studroom.services.client.messages import decode_event
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan, plan_tables
 from studroom.services.runtime.processes import process
-from studroom.services.runtime.settings import (
-    DATA_DIR_VAR,
-    DATABASE_URL_VAR,
-    NATS_CREDS_VAR,
-    NATS_URL_VAR,
-)
 from studroom.services.store.inspect import load_tables, open_stores, stream_ids
 from studroom.services.wire import subjects
 
@@ -299,35 +290,26 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
     shutil.rmtree(log_dir, ignore_errors=True)
 
 
-def test_room_command_runs_for_ten_seconds_and_conserves_chips() -> None:
-    data_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-cli-"))
-    env = {k: v for k, v in os.environ.items() if k not in (NATS_URL_VAR, DATABASE_URL_VAR, NATS_CREDS_VAR)}
-    env[DATA_DIR_VAR] = str(data_dir)
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "studroom.services.cli", "room", "--tables", "2", "--for", "10"],
-            env=env, capture_output=True, text=True, timeout=150, check=False,
-        )
-        out = result.stdout
-        assert result.returncode == 0, f"exit {result.returncode}\n{out}\n{result.stderr}"
-        assert "chips conserved: yes" in out, out
-        assert "hands" in out and "actions" in out and "events" in out
-        summary = out[out.index("summary"):]
-        hands = int(summary.split("hands")[1].split()[0])
-        assert hands > 0, out
-        creds = data_dir / "auth" / "creds"
-        assert "credentials: " in out and str(creds) in out, out
-        issued = list(creds.glob("*.creds"))
-        services = {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"}
-        identities = {f"service.{name}{door}.creds" for name in services for door in ("", "-door")}
-        assert {f.name for f in issued} >= identities
-        assert "system.warden.creds" in {f.name for f in issued}      # the embedded room caps connections
-        # the services and their doors; floor, spectator; the bots; the warden
-        assert len(issued) == len(identities) + 2 + 2 * 5 + 1
-        secrets = [line for f in issued for line in f.read_text().splitlines() if len(line) > 40]
-        secrets += [f.read_text().strip() for f in (data_dir / "auth").glob("*.nk")]
-        secrets.append((data_dir / "postgres" / "password").read_text().strip())     # the database's
-        logs = "".join(f.read_text(errors="replace") for f in (data_dir / "logs").glob("*.log"))
-        assert not any(secret in out + result.stderr + logs for secret in secrets)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
+def test_room_command_runs_and_conserves_chips(room_command: RoomCommand) -> None:
+    data_dir, result = room_command.data_dir, room_command.result
+    out = result.stdout
+    assert result.returncode == 0, f"exit {result.returncode}\n{out}\n{result.stderr}"
+    assert "chips conserved: yes" in out, out
+    assert "hands" in out and "actions" in out and "events" in out
+    summary = out[out.index("summary"):]
+    hands = int(summary.split("hands")[1].split()[0])
+    assert hands > 0, out
+    creds = data_dir / "auth" / "creds"
+    assert "credentials: " in out and str(creds) in out, out
+    issued = list(creds.glob("*.creds"))
+    services = {"table", "relay", "timer", "cashier", "lobby", "history", "ledger"}
+    identities = {f"service.{name}{door}.creds" for name in services for door in ("", "-door")}
+    assert {f.name for f in issued} >= identities
+    assert "system.warden.creds" in {f.name for f in issued}      # the embedded room caps connections
+    # the services and their doors; floor, spectator; the bots; the warden
+    assert len(issued) == len(identities) + 2 + ROOM_TABLES * ROOM_BOTS_PER_TABLE + 1
+    secrets = [line for f in issued for line in f.read_text().splitlines() if len(line) > 40]
+    secrets += [f.read_text().strip() for f in (data_dir / "auth").glob("*.nk")]
+    secrets.append((data_dir / "postgres" / "password").read_text().strip())     # the database's
+    logs = "".join(f.read_text(errors="replace") for f in (data_dir / "logs").glob("*.log"))
+    assert not any(secret in out + result.stderr + logs for secret in secrets)
