@@ -11,7 +11,6 @@ from studroom.domain import simulate
 from studroom.domain.commands import Act, PostAnte, Show, StartHand
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import MUST_SHOW, DomainError
-from studroom.domain.events import Event, TurnStarted
 from studroom.domain.table import Table
 
 
@@ -24,10 +23,6 @@ def _takes(table: Table, seat: int, action: str, size: str) -> bool:
     return True
 
 
-def _turn(events: list[Event], last: TurnStarted) -> TurnStarted:
-    return next((e for e in reversed(events) if isinstance(e, TurnStarted)), last)
-
-
 @pytest.mark.parametrize("game", ["seven_card_stud", "seven_card_stud_hilo", "five_card_stud"])
 def test_R12_a_turn_offers_both_sizes_exactly_when_the_table_takes_both(game: str) -> None:
     table, _ = simulate.new_table(game, 4)
@@ -35,11 +30,11 @@ def test_R12_a_turn_offers_both_sizes_exactly_when_the_table_takes_both(game: st
     offered = 0
     for _ in range(100):
         simulate.top_up(table, 2000)
-        turn = _turn(table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex())), None)  # type: ignore[arg-type]
+        turn = simulate.last_turn(table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex())))
         while (hand := table.hand) is not None:
+            assert turn is not None
             if turn.kind == "ante":
-                seat = next(s for s, p in hand.players.items() if not p.posted and not p.folded)
-                turn = _turn(table.execute(PostAnte(seat=seat)), turn)
+                turn = simulate.last_turn(table.execute(PostAnte(seat=simulate.next_to_ante(hand))), turn)
                 continue
             for action in (o for o in turn.options if o in ("bet", "raise")):
                 both = _takes(table, turn.seat, action, "small") and _takes(table, turn.seat, action, "big")
@@ -53,5 +48,5 @@ def test_R12_a_turn_offers_both_sizes_exactly_when_the_table_takes_both(game: st
             except DomainError as refused:
                 assert refused.code == MUST_SHOW
                 events = table.execute(Show(seat=turn.seat))
-            turn = _turn(events, turn)
+            turn = simulate.last_turn(events, turn)
     assert offered > 0          # every game has an open-pair street (R12)
