@@ -55,11 +55,12 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
                       stop: asyncio.Event | None = None, stats: LobbyStats | None = None,
                       on_ready: Callable[[LobbyService], object] | None = None) -> LobbyStats:
     """Run one lobby instance until ``stop`` is set (forever if None); its counters.
-    ``on_ready(service)`` is called once it is made."""
+    ``on_ready(service)`` is called once it is set up."""
     from studroom.services.runtime.processes import process
     from studroom.services.runtime.processes.credentials import credentials, masked_url
     from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
     from studroom.services.runtime.processes.preflight import preflight
+    from studroom.services.runtime.processes.starting import until_started
 
     from .metrics import lobby_metrics
     from .service import SENDER, LobbyService, LobbyStats, default_instance_id
@@ -73,39 +74,26 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
         if service is not None:
             service.reconnected()
 
-    with contextlib.ExitStack() as servers:
-        url = settings.nats_url or servers.enter_context(EmbeddedNats(settings.data_dir)).url
+    async def start(opened: contextlib.AsyncExitStack) -> LobbyService | None:
+        """One attempt: the connections, the preflight, the bucket and the consumer
+        (None: ``stop`` came while waiting for the relay's public stream)."""
         nc = await process.connect(url, f"studroom-lobby-{instance_id}", reconnect_time_wait=0.25,
                                    creds=credentials(settings, "service", SENDER), reconnected_cb=reconnected)
-        door_nc = None
-        try:
-            await preflight(nc, sender=("service", SENDER))
-            door_nc = await process.connect_door(url, settings, SENDER, f"studroom-lobby-{instance_id}",
-                                                 reconnect_time_wait=0.25)
-            service = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats, door_nc=door_nc)
+        opened.push_async_callback(process.drain, nc)
+        await preflight(nc, sender=("service", SENDER))
+        door_nc = await process.connect_door(url, settings, SENDER, f"studroom-lobby-{instance_id}",
+                                             reconnect_time_wait=0.25)
+        opened.push_async_callback(process.drain, door_nc)
+        made = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats, door_nc=door_nc)
+        return made if await made.setup(stop) else None
+
+    async with contextlib.AsyncExitStack() as exits:
+        url = settings.nats_url or exits.enter_context(EmbeddedNats(settings.data_dir)).url
+        service = await until_started("lobby", exits, start, stop)
+        if service is not None:
             if on_ready is not None:
                 on_ready(service)
             log.info("lobby %s: NATS %s", instance_id, masked_url(url))
-            if await _set_up(service, stop):
-                await service.run(stop)
-            log.info("lobby stops", extra=fields(instance=instance_id, **log_fields(lobby_metrics(stats)())))
-        finally:
-            for connection in (c for c in (door_nc, nc) if c is not None):
-                with contextlib.suppress(Exception):
-                    await connection.drain()
+            await service.run(stop)
+        log.info("lobby stops", extra=fields(instance=instance_id, **log_fields(lobby_metrics(stats)())))
     return stats
-
-
-async def _set_up(service: LobbyService, stop: asyncio.Event) -> bool:
-    """The bucket and the consumer, again after a NATS error; False if ``stop`` came first."""
-    import nats.errors
-    import nats.js.errors
-
-    while not stop.is_set():
-        try:
-            if await service.setup(stop):
-                return True
-        except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
-            log.info("set-up failed (%r): trying again", e)
-            await asyncio.sleep(0.5)
-    return False

@@ -14,18 +14,20 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from typing import Final
 
 from studroom.domain.account import BuyInStep, Reservation, in_flight_after, player_of
 
+from ..runtime.retry import Backoff
 from ..store.port import EventStore, Notification
 from .saga import PENDING, BuyInSaga, now_ms
 
 log = logging.getLogger("studroom.cashier")
 
 BATCH: Final = 1000              # notifications read at a time
-FIRST_PAUSE: Final = 1.0         # seconds before an own pending buy-in is sent again ...
-LONGEST_PAUSE: Final = 30.0      # ... doubling up to this
+# An own pending buy-in is sent again after 1 s, doubling up to 30 s (jittered: docs/design/retries.md).
+PENDING_RETRY: Final = Backoff(first=1.0, longest=30.0)
 
 InFlight = tuple[str, str]       # (player, table)
 
@@ -63,7 +65,7 @@ class Recovery:
         self.every = every
         self.open = OpenBuyIns()
         self.resumed = 0                            # buy-ins settled by a resume (confirmed or refunded)
-        self._next_try: dict[InFlight, tuple[float, float]] = {}    # (monotonic time, pause)
+        self._next_try: dict[InFlight, tuple[float, Iterator[float]]] = {}    # (monotonic time, its pauses)
 
     async def catch_up(self) -> None:
         while True:
@@ -77,7 +79,7 @@ class Recovery:
         await self.catch_up()
         now = time.monotonic()
         due = [key for key in self.open.claimable(self.saga.owner, now_ms(), self.saga.takeover_ms)
-               if not self.saga.busy(key[0]) and self._next_try.get(key, (0.0, 0.0))[0] <= now]
+               if not self.saga.busy(key[0]) and (key not in self._next_try or self._next_try[key][0] <= now)]
         for key in list(self._next_try):
             if key not in self.open.in_flight:
                 del self._next_try[key]
@@ -91,8 +93,8 @@ class Recovery:
             log.exception("resuming the buy-in of %s at %s failed: again later", player, table_id)
             settled = PENDING
         if settled is not None and settled.outcome == "pending":
-            pause = min(self._next_try.get(key, (0.0, FIRST_PAUSE / 2))[1] * 2, LONGEST_PAUSE)
-            self._next_try[key] = (time.monotonic() + pause, pause)
+            pauses = self._next_try[key][1] if key in self._next_try else PENDING_RETRY.pauses()
+            self._next_try[key] = (time.monotonic() + next(pauses), pauses)
             return
         self._next_try.pop(key, None)
         if settled is not None:

@@ -80,12 +80,10 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
                  stats_every: float, stats: TimerStats) -> None:
     """Connect (as ``creds``' identity), set up, pull until ``stop``; a lost connection
     is the client's to restore."""
-    import nats.errors
-    import nats.js.errors
-
     from ..runtime.processes import process
     from ..runtime.processes.credentials import masked_url
     from ..runtime.processes.preflight import preflight
+    from ..runtime.processes.starting import until_started
     from .service import TimerService
     from .timeouts import SENDER
 
@@ -96,31 +94,28 @@ async def _serve(url: str, creds: Path | None, instance_id: str | None, stop: as
         if service is not None:
             service.reconnected()
 
-    nc = await process.connect(url, f"studroom-timer-{instance_id or os.getpid()}", creds=creds,
-                               reconnect_time_wait=0.25, reconnected_cb=reconnected)
-    try:
+    async def start(opened: contextlib.AsyncExitStack) -> TimerService | None:
+        """One attempt: the connection, the preflight, the set-up (None: ``stop`` came first)."""
+        nc = await process.connect(url, f"studroom-timer-{instance_id or os.getpid()}", creds=creds,
+                                   reconnect_time_wait=0.25, reconnected_cb=reconnected)
+        opened.push_async_callback(process.drain, nc)
         await preflight(nc, sender=("service", SENDER))
-        service = TimerService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
+        made = TimerService(nc, instance_id=instance_id, replicas=replicas, stats=stats)
+        return made if await made.setup(stop) else None
+
+    async with contextlib.AsyncExitStack() as exits:
+        service = await until_started("timer", exits, start, stop)
+        if service is None:
+            return
+        nc = service.nc
         log.info("timer service %s: NATS %s", service.instance_id,
                  masked_url(nc.connected_url.geturl() if nc.connected_url else url))
-        while not stop.is_set():
-            try:
-                if await service.setup(stop):
-                    break
-            except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
-                log.info("setup failed (%r): trying again", e)
-                await asyncio.sleep(0.5)
-        if stop.is_set():
-            return
         reporter = asyncio.create_task(_report(stats, stop, stats_every))
         try:
             await service.run(stop)
         finally:
             reporter.cancel()
         log.info("timer service stops", extra=fields(instance=service.instance_id, **log_fields(timer_metrics(stats)())))
-    finally:
-        with contextlib.suppress(Exception):
-            await nc.drain()
 
 
 async def _report(stats: TimerStats, stop: asyncio.Event, every: float) -> None:

@@ -37,7 +37,8 @@ TRANSIENT: tuple[type[BaseException], ...] = (TimeoutError, OSError, nats.errors
 
 
 def backoff(delivered: int) -> float:
-    """Seconds to wait before redelivering a message delivered ``delivered`` times."""
+    """Seconds to wait before redelivering a message delivered ``delivered`` times.
+    Not the room's retry policy (runtime/retry.py): a NAK's delay, by delivery count."""
     return min(FIRST_RETRY * 2 ** (max(delivered, 1) - 1), LAST_RETRY)
 
 

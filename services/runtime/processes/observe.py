@@ -33,11 +33,11 @@ from ...wire import subjects
 from ...wire.door import Door, door_metrics, identified
 from ..observability.logs import FORMATS, fields
 from ..observability.metrics import Collect, Poll, Registry, gauge, log_fields
+from ..retry import RECONNECT
 from ..settings import Settings, log_format_from_env, metrics_port_from_env
 
 log = logging.getLogger("studroom.observe")
 
-RETRY_SECONDS = 2.0
 HTTP_TIMEOUT = 5.0
 CLOSE_SECONDS = 1.0
 
@@ -154,6 +154,7 @@ class Observer:
         from .process import connect
 
         assert self.settings is not None
+        pauses = RECONNECT.pauses()
         while not stop.is_set():
             url = nats_url(self.settings)
             try:
@@ -166,7 +167,7 @@ class Observer:
             except Exception as error:  # noqa: BLE001 (NATS away: the process runs on; try again)
                 log.debug("discovery: cannot connect: %r", error)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), RETRY_SECONDS)
+                    await asyncio.wait_for(stop.wait(), next(pauses))
         if stop.is_set():
             return
         self.door.identities = identified(self.nc)

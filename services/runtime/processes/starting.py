@@ -41,6 +41,10 @@ UNREACHABLE = frozenset({errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTE
 NATS_NOT_READY = (nats.errors.NoServersError, nats.errors.ConnectionClosedError, nats.errors.StaleConnectionError,
                   nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError,
                   nats.js.errors.ServiceUnavailableError)
+# JetStream's API codes for "not now": "system temporarily unavailable", "cluster can
+# not handle request" (no leader yet).  "No suitable peers" (10005) is not among them: it
+# also says "more replicas than servers", which no waiting cures.
+JETSTREAM_NOT_READY = frozenset({10008, 10009})
 # PostgreSQL's operational errors that no waiting cures (said in the server's words).
 POSTGRES_REFUSALS = ("authentication failed", "does not exist", "no pg_hba.conf entry", "permission denied")
 
@@ -51,6 +55,8 @@ def transient(error: BaseException) -> bool:
         return True
     if type(error) is OSError:
         return error.errno in UNREACHABLE
+    if isinstance(error, nats.js.errors.APIError):
+        return error.err_code in JETSTREAM_NOT_READY
     return _postgres_unavailable(error)
 
 

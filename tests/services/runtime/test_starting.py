@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import nats.errors
+import nats.js.errors
 import psycopg
 import pytest
 from studroom.services.runtime.processes import process
@@ -100,6 +101,8 @@ def test_a_stop_while_retrying_ends_the_start_without_a_service() -> None:
     (psycopg.OperationalError("server closed the connection unexpectedly"), True),
     (psycopg.OperationalError('database "studroom" does not exist'), False),
     (nats.errors.AuthorizationError(), False),
+    (nats.js.errors.APIError(code=500, err_code=10008, description="JetStream system temporarily unavailable"), True),
+    (nats.js.errors.BadRequestError(code=400, err_code=10005, description="no suitable peers for placement"), False),
 ])
 def test_what_is_transient(error: BaseException, is_transient: bool) -> None:
     assert transient(error) is is_transient
