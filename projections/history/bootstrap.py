@@ -32,6 +32,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     from studroom.services.runtime.observability.metrics import counter
     from studroom.services.runtime.processes import observe, process
     from studroom.services.runtime.processes.preflight import preflight
+    from studroom.services.runtime.processes.starting import until_started
     from studroom.services.runtime.servers.external_or_embedded import servers
     from studroom.services.store.lag import positions_poll
 
@@ -39,22 +40,26 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     from .projector import Projector
     from .service import HistoryService
 
-    with contextlib.ExitStack() as stack:
-        nats_url, database_url = stack.enter_context(servers(settings))
-        nc = await process.connect_door(nats_url, settings, "history", "studroom-history")     # it only answers
+    async with contextlib.AsyncExitStack() as exits:
+        nats_url, database_url = exits.enter_context(servers(settings))
         projector = Projector(database_url, history_schema=args.schema, store_prefix=args.store_prefix)
         observer = observe.start(args, settings, "history", stop)
         observer.add(lambda: [counter("history_projected", "events projected by this instance", projector.folded)])
         observer.poll(positions_poll("history", database_url, args.schema))
-        service = HistoryService(nc, projector,
-                                 HistoryDesk(database_url, args.schema))
-        observer.responder(service.door)
-        try:
+
+        async def start(opened: contextlib.AsyncExitStack) -> HistoryService:
+            """One attempt: the connection (it only answers), the preflight, the service answering."""
+            nc = await process.connect_door(nats_url, settings, "history", "studroom-history")
+            opened.push_async_callback(process.drain, nc)
             await preflight(nc, jetstream=False)
-            await service.start()
-            print("history ready", flush=True)
-            await service.run(stop)
-        finally:
-            await service.close()
-            with contextlib.suppress(Exception):
-                await nc.drain()
+            made = HistoryService(nc, projector, HistoryDesk(database_url, args.schema))
+            opened.push_async_callback(made.close)
+            await made.start()
+            return made
+
+        service = await until_started("history", exits, start, stop)
+        if service is None:
+            return
+        observer.responder(service.door)
+        print("history ready", flush=True)
+        await service.run(stop)
