@@ -182,10 +182,9 @@ class Players:
         await asyncio.gather(*(bot.start() for bot in self.bots))
 
     async def sit_out(self) -> None:
-        """Everyone stops playing and sits out: the hands in play end (the timer times out
-        every turn left), no new one starts."""
-        for bot in self.bots:
-            bot.pause()
+        """Everyone sits out: no new hand starts.  The bots play the hands in play to their
+        end (paused, each turn left would wait a timeout: some seconds a hand); the
+        sleeper's turns time out."""
         await asyncio.gather(*(bot.client.send(bot.table_id, SitOut(seat=bot.seat, sitting_out=True))
                                for bot in self.bots))
         await self.sleeper.send(self.table_ids[0], SitOut(seat=SLEEPER_SEAT, sitting_out=True))

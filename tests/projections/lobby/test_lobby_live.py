@@ -65,7 +65,7 @@ from studroom.services.wire.door import identity_of
 
 pytestmark = pytest.mark.integration
 
-PLAY = 8.0                   # seconds of play in the first test
+PLAY = 3.0                   # seconds of play in the first test (some thousands of events)
 
 
 @pytest.fixture(scope="module")
@@ -285,15 +285,15 @@ def test_a_lobby_killed_while_tables_play_leaves_the_entries_right_and_resumes(s
     players = Players(stack, f"lk{uuid.uuid4().hex[:4]}t")
 
     async def killing() -> None:
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(1.0)
         stack.kill_lobby(LOBBIES[0])                        # SIGKILL, mid-batch
-        await asyncio.sleep(3.0)
+        await asyncio.sleep(1.5)
         stack.start_lobby(LOBBIES[0])                       # resumes its consumer
 
     async def main() -> None:
         async with recording(stack) as recorder:
             try:
-                await asyncio.gather(_play(players, recorder, 7.0), killing())
+                await asyncio.gather(_play(players, recorder, 4.0), killing())
                 # the restarted lobby catches up on every event it missed (no speed asserted:
                 # a loaded CI machine is slow to restart a process)
                 stored = await _converged(stack, recorder, players.table_ids, timeout=30.0)
@@ -339,8 +339,8 @@ def test_lobby_and_watch_at_the_terminal_as_the_spectator(stack: Stack) -> None:
         await _every_lobby_answering(stack)
         async with recording(stack) as recorder:
             try:
-                play = asyncio.create_task(_play(players, recorder, 6.0))
-                await asyncio.sleep(2.0)
+                play = asyncio.create_task(_play(players, recorder, 4.0))
+                await asyncio.sleep(1.0)
                 shown = await asyncio.gather(*(asyncio.to_thread(_studroom, *args, env=env) for args in (
                     ("lobby",), ("lobby", "--game", "five_card_stud"),
                     ("watch", players.table_ids[1], "--lang", "de", "--for", "1.5"),
