@@ -101,12 +101,14 @@ async def until_started(name: str, exits: contextlib.AsyncExitStack, start: Star
 
 
 async def _stopped_during(stop: asyncio.Event | None, pause: float) -> bool:
-    """Wait ``pause`` seconds, or less if ``stop`` is set: whether it was."""
+    """Wait ``pause`` seconds, or less if ``stop`` is set: whether it was.  (``asyncio.timeout``
+    rather than ``wait_for``: on Python 3.11 the latter can swallow a cancellation.)"""
     if stop is None:
         await asyncio.sleep(pause)
         return False
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), pause)
+        async with asyncio.timeout(pause):
+            await stop.wait()
     return stop.is_set()
 
 
