@@ -23,6 +23,7 @@ from studroom.domain.config import TableConfig
 from studroom.domain.simulate import STAKES
 from studroom.services.cashier.bootstrap import CRASH_EXIT
 from studroom.services.wire import protocol
+from studroom.services.wire.cashier_protocol import BuyChips
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +37,9 @@ async def buy_in_killed_after(stack: CashierStack, people: People, step: str, ta
     """Alice asks for a buy-in of 1000 from a cashier that ends after ``step``."""
     cashier = stack.cashier(instance_id, "--crash-after", step)
     mine = await people.seated(table, alice, 5000, retry_for=2.0)
-    reply = await mine.buy_chips(table, 0, 1000)
+    # Its request waits a second for the reply (not the client's 5 s): none comes.
+    buy_in = BuyChips(table_id=table, seat=0, amount=1000, request_id=mine.ids.next())
+    reply = await mine.request(buy_in, timeout=1.0)
     assert code_of(reply) == protocol.UNAVAILABLE         # no reply: the cashier died mid-way
     assert cashier.wait() == CRASH_EXIT, cashier.output()
 
