@@ -359,7 +359,9 @@ def test_the_rooms_tools_find_the_password_and_print_it_nowhere(private_dir: Pat
         assert done.returncode == 0, f"studroom {' '.join(args)}: {done.stdout}{done.stderr}"
         said.append(done.stdout + done.stderr)
     with server:
-        failed = _studroom(private_dir, "history", "hands", "alice", "--debug")   # no history yet: a traceback
-        assert failed.returncode == 1 and "UndefinedTable" in failed.stderr, failed.stderr
+        with psycopg.connect(server.url, autocommit=True) as conn:     # a history the tool cannot read
+            conn.execute("CREATE SCHEMA studroom_history; CREATE TABLE studroom_history.hands (broken int)")
+        failed = _studroom(private_dir, "history", "hands", "alice", "--debug")   # a traceback
+        assert failed.returncode == 1 and "Traceback" in failed.stderr, failed.stderr
         said.append(failed.stdout + failed.stderr)
     assert not [text for text in said if password in text]
