@@ -35,9 +35,9 @@ from .mirror import Mirror
 from .ordering import Place, place
 from .ownership import own_entry
 from .projection import NotOpened, apply, from_view
-from .stream import VERSION_HEADER, PublicStream, version_of
+from .stream import PublicStream, version_of
 
-__all__ = ["VERSION_HEADER", "Item", "LaneStats", "Lanes", "item_of"]
+__all__ = ["Item", "LaneStats", "Lanes", "item_of"]
 
 log = logging.getLogger("studroom.lobby")
 

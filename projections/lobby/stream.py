@@ -19,7 +19,6 @@ from typing import Any, Final
 import nats.js.errors
 from studroom.services.wire import subjects
 
-VERSION_HEADER: Final = "Studroom-Version"      # the relay's header: the event's version
 TIME_HEADER: Final = "Nats-Time-Stamp"          # a direct get's: when JetStream stored it (RFC 3339, ns)
 
 
@@ -69,7 +68,7 @@ class PublicStream:
 
 
 def version_of(headers: dict[str, str] | None) -> int | None:
-    text = (headers or {}).get(VERSION_HEADER, "")
+    text = (headers or {}).get(subjects.VERSION_HEADER, "")
     return int(text) if text.isdigit() else None
 
 

@@ -20,7 +20,6 @@ from studroom.services.wire.door import identity_of
 
 from .entry import LobbyEntry, decode
 from studroom.services.wire.subjects import LOBBY_BUCKET
-from .lanes import VERSION_HEADER
 from .projection import apply
 from .queries import LobbyQuery, decode_answer, encode_query, matches
 from .rendering import lobby_text, table_text
@@ -130,7 +129,7 @@ async def watch_table(nc: Any, table_id: str, lang: str, screen: Screen, stop: a
     follower = Follower()
 
     async def public(msg: Any) -> None:
-        version = (msg.headers or {}).get(VERSION_HEADER, "")
+        version = (msg.headers or {}).get(subjects.VERSION_HEADER, "")
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
             if version.isdigit():
                 follower.offer(int(version), decode_event(msg.data), now_ms())

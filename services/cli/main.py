@@ -1,7 +1,7 @@
 """The ``studroom`` command line: one program for everything a person runs.
 
 It only wires: each service process is a ``bootstrap`` module run by
-:mod:`.runtime.process`, each benchmark a module of :mod:`.bench` with ``HELP``,
+:mod:`..runtime.processes.process`, each benchmark a module of ``studroom.tools.bench`` with ``HELP``,
 ``add_arguments`` and ``run``.  Their options are declared once, there.
 """
 

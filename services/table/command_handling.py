@@ -32,7 +32,7 @@ from studroom.domain.table import Table
 from studroom.domain.views import seat_of, table_view
 
 from ..store.port import EventStore, Snapshot, VersionConflict
-from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, ErrorBody, Reply, ViewTable
+from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, Reply, ViewTable, refusal
 from .loading import SNAPSHOT_EVERY, Loaded, load_table, load_tables, snapshot_due, snapshot_of
 from .request_decoding import BadRequest, Request, Submission, check_request, decode_request
 
@@ -46,10 +46,6 @@ def wall_clock_ms() -> int:
 def new_seed() -> str:
     """A fresh secret deck seed (R32): SEED_BYTES random bytes as hex."""
     return secrets.token_hex(SEED_BYTES)
-
-
-def error_reply(code: str, message: str) -> Reply:
-    return Reply(ok=False, error=ErrorBody(code, message))
 
 
 @dataclass(slots=True)
@@ -190,7 +186,7 @@ class CommandHandler:
                     else check_request(table_id, message)
                 )
             except BadRequest as e:
-                outcomes[i] = Outcome(error_reply(BAD_REQUEST, e.message))
+                outcomes[i] = Outcome(refusal(BAD_REQUEST, e.message))
                 self.stats.refused += 1
                 continue
             requests[i] = request
@@ -214,7 +210,7 @@ class CommandHandler:
                 self.stats.internal_errors += 1
                 for table_id in staged:
                     self.drop(table_id)
-                failed = Outcome(error_reply(INTERNAL, "the event store failed; the command may not have been carried out"))
+                failed = Outcome(refusal(INTERNAL, "the event store failed; the command may not have been carried out"))
                 return [o if o is not None else failed for o in outcomes]
             self.stats.appends += 1
             self.stats.events += sum(len(events) for _, _, events in batch)
@@ -245,15 +241,15 @@ class CommandHandler:
             except Exception:   # noqa: BLE001
                 log.exception("loading table %s failed", table_id)
                 self.stats.internal_errors += 1
-                return Outcome(error_reply(INTERNAL, "the table could not be loaded"))
+                return Outcome(refusal(INTERNAL, "the table could not be loaded"))
             s = _Staged(table=table, expected=table.version, from_store=cached is None, replayed=replayed)
             staged[table_id] = s
         if s.dirty:
-            return Outcome(error_reply(INTERNAL, "an earlier command of this batch failed"))
+            return Outcome(refusal(INTERNAL, "an earlier command of this batch failed"))
         table = s.table
         if table.version == 0 and not isinstance(request, OpenTable):
             self.stats.refused += 1
-            return Outcome(error_reply(UNKNOWN_TABLE, f"there is no table {table_id!r}"))
+            return Outcome(refusal(UNKNOWN_TABLE, f"there is no table {table_id!r}"))
         if isinstance(request, ViewTable):
             return Outcome(_view_reply(table, sender))
         command = msgspec.structs.replace(request, now_ms=self.clock())   # the service's clock, never the sender's
@@ -272,11 +268,11 @@ class CommandHandler:
                 s.expected = table.version
                 s.from_store = True
                 events = table.execute(command, by=sender)
-        except DomainError as refusal:
+        except DomainError as refused:
             self.stats.refused += 1
             if self.auto_start and not s.events and table.next_hand_due():    # a table found idle
                 s.events.extend(self._next_hand(table_id, table, s))
-            return Outcome(error_reply(refusal.code, refusal.message))
+            return Outcome(refusal(refused.code, refused.message))
         except Exception:   # noqa: BLE001 (a bug: never crash the service for it)
             log.exception("command %s on table %s failed", type(command).__name__, table_id)
             self.stats.internal_errors += 1
@@ -284,7 +280,7 @@ class CommandHandler:
             self.drop(table_id)
             if not s.events:
                 del staged[table_id]
-            return Outcome(error_reply(INTERNAL, f"internal error running {type(command).__name__}"))
+            return Outcome(refusal(INTERNAL, f"internal error running {type(command).__name__}"))
         s.events.extend(events)
         if self.auto_start and table.next_hand_due():
             s.events.extend(self._next_hand(table_id, table, s))
@@ -300,8 +296,8 @@ class CommandHandler:
                    else StartHand(seed=self.new_seed(), now_ms=self.clock()))
         try:
             events = table.execute(command)
-        except DomainError as refusal:
-            log.debug("table %s did not start a hand: %s", table_id, refusal)
+        except DomainError as refused:
+            log.debug("table %s did not start a hand: %s", table_id, refused)
             return []
         except Exception:   # noqa: BLE001
             log.exception("starting a hand on table %s failed", table_id)
@@ -350,13 +346,13 @@ class CommandHandler:
                 except VersionConflict:
                     self.stats.conflicts += 1
                     self.drop(table_id)
-                    outcome = Outcome(error_reply(CONFLICT, "another writer changed the table first; try again"))
+                    outcome = Outcome(refusal(CONFLICT, "another writer changed the table first; try again"))
                     continue
                 except Exception:   # noqa: BLE001
                     log.exception("append for table %s failed", table_id)
                     self.stats.internal_errors += 1
                     self.drop(table_id)
-                    outcome = Outcome(error_reply(INTERNAL, "the event store failed"))
+                    outcome = Outcome(refusal(INTERNAL, "the event store failed"))
                     break
                 if s.dirty:
                     self.drop(table_id)

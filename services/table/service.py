@@ -28,8 +28,8 @@ from ..store.port import EventStore
 from ..wire import subjects
 from ..wire.door import QUOTAS, Door, Quota, identified
 from ..wire.partitioning import partition_of, partition_of_subject
-from ..wire.protocol import BAD_REQUEST, UNAVAILABLE, Reply
-from .command_handling import CommandHandler, error_reply
+from ..wire.protocol import BAD_REQUEST, UNAVAILABLE, Reply, refusal
+from .command_handling import CommandHandler
 from .request_decoding import BadRequest, decode_request
 from .metrics import CommandMeter
 from .partitions import DEFAULT_LEASE_TTL, LEASE_BUCKET, LeaseManager, spread
@@ -213,21 +213,21 @@ class TableService:
             partition = partition_of_subject(msg.subject)
             table_id, role, name = subjects.sender_of(msg.subject)
         except ValueError:       # subjects.BadName too
-            await self._answer(reply_to, error_reply(BAD_REQUEST, f"bad subject {msg.subject!r}"))
+            await self._answer(reply_to, refusal(BAD_REQUEST, f"bad subject {msg.subject!r}"))
             return
         if partition_of(table_id, self.partitions) != partition:
             # published to a partition subject directly, past the server's mapping
-            await self._answer(reply_to, error_reply(
+            await self._answer(reply_to, refusal(
                 BAD_REQUEST, f"table {table_id!r} is not in partition {partition}; "
                              f"send to {subjects.command_from(role, name, table_id)}"))
             return
         if not self.serves(partition):
-            await self._answer(reply_to, error_reply(UNAVAILABLE, "this instance no longer serves the table; try again"))
+            await self._answer(reply_to, refusal(UNAVAILABLE, "this instance no longer serves the table; try again"))
             return
         try:
             request = decode_request(table_id, msg.data)
         except BadRequest as e:
-            await self._answer(reply_to, error_reply(BAD_REQUEST, e.message))
+            await self._answer(reply_to, refusal(BAD_REQUEST, e.message))
             return
         sender = Sender(role, name)    # type: ignore[arg-type] (sender_of checked the role)
         self.worker(partition).submit(table_id, partition, request, sender=sender, reply_to=reply_to)

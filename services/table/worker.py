@@ -26,8 +26,8 @@ from studroom.domain.authority import Sender
 
 from ..wire import subjects
 from ..wire.partitioning import partition_of
-from ..wire.protocol import INTERNAL, UNAVAILABLE, Reply
-from .command_handling import CommandHandler, Outcome, error_reply
+from ..wire.protocol import INTERNAL, UNAVAILABLE, Reply, refusal
+from .command_handling import CommandHandler, Outcome
 from .request_decoding import Request, Submission
 
 log = logging.getLogger("studroom.table_service")
@@ -116,7 +116,7 @@ class StoreWorker:
             future = asyncio.get_running_loop().create_future()
         item = _Item(table_id, partition, request, sender, reply_to, future)
         if self._closing:
-            self._finish_now(item, error_reply(UNAVAILABLE, "the table service is stopping"))
+            self._finish_now(item, refusal(UNAVAILABLE, "the table service is stopping"))
             return future
         queue = self._queues.get(table_id)
         if queue is None:
@@ -147,7 +147,7 @@ class StoreWorker:
             keep = deque(i for i in queue if i.partition != partition)
             for item in queue:
                 if item.partition == partition:
-                    self._finish_now(item, error_reply(UNAVAILABLE, "the table changed owners; try again"))
+                    self._finish_now(item, refusal(UNAVAILABLE, "the table changed owners; try again"))
             if keep:
                 self._queues[table_id] = keep
             else:
@@ -196,7 +196,7 @@ class StoreWorker:
                 if not queue:
                     del self._queues[table_id]
                 if not self.accepts(item.partition):
-                    self._finish_now(item, error_reply(UNAVAILABLE, "this instance no longer serves the table; try again"))
+                    self._finish_now(item, refusal(UNAVAILABLE, "this instance no longer serves the table; try again"))
                     if table_id in self._queues:
                         self._ready[table_id] = None
                     continue
@@ -212,7 +212,7 @@ class StoreWorker:
                 )
             except Exception:   # noqa: BLE001 (handle_batch catches; belt and braces)
                 log.exception("batch of %d commands failed", len(batch))
-                outcomes = [Outcome(error_reply(INTERNAL, "internal error"))] * len(batch)
+                outcomes = [Outcome(refusal(INTERNAL, "internal error"))] * len(batch)
             self.stats.batches += 1
             self.stats.commands += len(batch)
             self.stats.largest_batch = max(self.stats.largest_batch, len(batch))

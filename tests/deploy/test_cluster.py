@@ -51,7 +51,6 @@ TABLES = 4
 BOTS_PER_TABLE = 3
 WARM_UP_HANDS = 8            # hands dealt before the first fault
 HANDS_AFTER_FAULTS = 2       # each table starts this many hands after the last fault
-VERSION_HEADER = "Studroom-Version"
 
 
 class Tables:
@@ -145,7 +144,7 @@ async def public_stream(nc: Any, tables: set[str]) -> tuple[int, list[tuple[str,
     try:
         while len(seen) < info.state.messages:
             for msg in await sub.fetch(500, timeout=5):
-                seen.append((msg.subject.rsplit(".", 1)[1], int(msg.headers[VERSION_HEADER])))
+                seen.append((msg.subject.rsplit(".", 1)[1], int(msg.headers[subjects.VERSION_HEADER])))
     finally:
         await sub.unsubscribe()
     assert {table for table, _ in seen} <= tables

@@ -49,8 +49,6 @@ from ..lobby_lag import lags_ms
 HELP = ("lobby: its lag behind live play under bench room load (p99, goal < 1 s) and its rebuild rate, "
         "beside bare KV writes and a bare read of the stream")
 
-VERSION_HEADER = "Studroom-Version"
-EVENT_HEADER = "Studroom-Event"
 GOAL_MS = 1000.0
 
 # ----------------------------------------------------------------------------- lag
@@ -65,7 +63,7 @@ class Arrivals:
     recording: bool = False
 
     async def on_public(self, msg: Any) -> None:
-        version = (msg.headers or {}).get(VERSION_HEADER)
+        version = (msg.headers or {}).get(subjects.VERSION_HEADER)
         if self.recording and version is not None:
             self.public[msg.subject.rsplit(".", 1)[-1]].setdefault(int(version), time.monotonic())
 
@@ -215,7 +213,7 @@ async def _publish_room(nc: Any, events: int, tables: int) -> int:
             versions[played.table_id] += 1
             public = views.public(event)
             await nc.publish(subjects.public_events(played.table_id), encode(public), headers={
-                VERSION_HEADER: str(versions[played.table_id]), EVENT_HEADER: type(public).__name__})
+                subjects.VERSION_HEADER: str(versions[played.table_id]), subjects.EVENT_HEADER: type(public).__name__})
         published += len(played.events)
         await nc.flush()                                      # a hand at a time: no slow consumer
         if published >= events:

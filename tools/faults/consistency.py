@@ -27,7 +27,6 @@ from studroom.services.store.inspect import open_stores
 from studroom.services.store.layout import store_of_table
 from studroom.services.wire import subjects
 
-VERSION_HEADER = "Studroom-Version"
 FETCH = 1000                     # stream messages per fetch
 
 
@@ -114,7 +113,7 @@ class Consistency:
         if table_id not in self.published:
             return
         try:
-            version = int((msg.headers or {})[VERSION_HEADER])
+            version = int((msg.headers or {})[subjects.VERSION_HEADER])
         except (KeyError, ValueError):
             self.problems.append(f"{table_id}: stream message {msg.metadata.sequence.stream} without a version")
             return

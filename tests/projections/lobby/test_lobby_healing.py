@@ -27,7 +27,6 @@ from studroom.projections.lobby.entry import LobbyEntry, decode, encode
 from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.ordering import Place, place
 from studroom.projections.lobby.projection import apply
-from studroom.projections.lobby.stream import VERSION_HEADER
 from studroom.services.auth.powers import IDENTITIES
 from studroom.services.wire import subjects
 from studroom.services.wire.pull import stamp_ms
@@ -63,7 +62,7 @@ async def from_zero(js: Any, table_id: str) -> LobbyEntry:
     try:
         while True:
             msg = await sub.next_msg(timeout=5.0)
-            version, seq = int(msg.headers[VERSION_HEADER]), msg.metadata.sequence.stream
+            version, seq = int(msg.headers[subjects.VERSION_HEADER]), msg.metadata.sequence.stream
             where = place(entry.version if entry is not None else 0, version)
             assert where is not Place.GAP, f"{table_id}: the stream lacks versions before {version}"
             if where is Place.NEXT:

@@ -58,15 +58,14 @@ TABLES = 6
 BOTS_PER_TABLE = 4
 ENOUGH_HANDS = 120           # play until this many hands (at least 100 are asserted) ...
 PLAY_AT_MOST = 60.0          # ... or this many seconds (a bound for a loaded machine)
-VERSION_HEADER = "Studroom-Version"
 
 
 # ----------------------------------------------------------------------- helpers
 
 
 def _version(headers: dict[str, str] | None) -> int:
-    assert headers and VERSION_HEADER in headers, f"relay message without {VERSION_HEADER}: {headers}"
-    return int(headers[VERSION_HEADER])
+    assert headers and subjects.VERSION_HEADER in headers, f"relay message without {subjects.VERSION_HEADER}: {headers}"
+    return int(headers[subjects.VERSION_HEADER])
 
 
 def _secrets_by_version(events: list[Event]) -> dict[int, tuple[list[tuple[str, int]], set[str]]]:
