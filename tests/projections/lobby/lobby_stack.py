@@ -54,7 +54,6 @@ from studroom.services.store.inspect import load_tables
 from studroom.services.store.layout import store_schemas
 from studroom.services.wire import subjects
 
-VERSION_HEADER = "Studroom-Version"
 GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 SLEEPER_SEAT = 5
 
@@ -228,7 +227,7 @@ async def recording(stack: Stack) -> Any:
     auditor = await stack.connect_as("service", "lobby")
 
     async def public(msg: Any) -> None:
-        version = (msg.headers or {}).get(VERSION_HEADER)
+        version = (msg.headers or {}).get(subjects.VERSION_HEADER)
         if version is not None:
             recorder.public[msg.subject.rsplit(".", 1)[-1]].setdefault(int(version), time.monotonic())
 

@@ -27,7 +27,7 @@ from studroom.domain.simulate import new_table
 from studroom.domain.table import Table
 from studroom.domain.views import TableView
 from studroom.projections.lobby.entry import LobbyEntry, decode, encode
-from studroom.projections.lobby.lanes import VERSION_HEADER, Lanes, item_of
+from studroom.projections.lobby.lanes import Lanes, item_of
 from studroom.projections.lobby.mirror import Mirror
 from studroom.projections.lobby.stream import stored_ms
 from studroom.services.wire import subjects
@@ -54,7 +54,7 @@ class Msg:
     @property
     def headers(self) -> dict[str, str]:
         stored = datetime.datetime.fromtimestamp(stored_at(self.seq) / 1000, datetime.timezone.utc)
-        return {VERSION_HEADER: str(self.version), "Nats-Time-Stamp": stored.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+        return {subjects.VERSION_HEADER: str(self.version), "Nats-Time-Stamp": stored.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
 
     @property
     def metadata(self) -> Any:

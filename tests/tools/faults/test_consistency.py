@@ -13,7 +13,7 @@ import msgspec
 from studroom.domain import views
 from studroom.domain.events import CardsDealt, ChipsBought, Event
 from studroom.domain.simulate import new_table, play_hand
-from studroom.tools.faults.consistency import VERSION_HEADER, Consistency
+from studroom.tools.faults.consistency import Consistency
 from studroom.services.wire import subjects
 
 TABLE = "f01"
@@ -29,7 +29,7 @@ def _events(hands: int = 2) -> list[Event]:
 
 def _message(version: int, event: Event, seq: int) -> Any:
     """A stream message as nats-py hands it over, the relay's way: the public view."""
-    return SimpleNamespace(subject=subjects.public_events(TABLE), headers={VERSION_HEADER: str(version)},
+    return SimpleNamespace(subject=subjects.public_events(TABLE), headers={subjects.VERSION_HEADER: str(version)},
                            data=msgspec.json.encode(views.public(event)),
                            metadata=SimpleNamespace(sequence=SimpleNamespace(stream=seq)))
 
