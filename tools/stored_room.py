@@ -10,7 +10,6 @@ from typing import Any
 
 from studroom.domain.account import stream_id as account_stream
 from studroom.domain.simulate import simulated_room
-
 from studroom.services.store.layout import store_of_table
 from studroom.services.store.postgres import PostgresEventStore
 

@@ -15,7 +15,15 @@ from studroom.domain.names import is_name
 from studroom.services.wire.protocol import BAD_REQUEST, UNKNOWN_HAND
 
 from . import phh, queries, text
-from .protocol import Hand, Hands, HistoryReply, HistoryRequest, Sessions, decode_request, refused
+from .protocol import (
+    Hand,
+    Hands,
+    HistoryReply,
+    HistoryRequest,
+    Sessions,
+    decode_request,
+    refused,
+)
 from .schema import HISTORY_SCHEMA, create
 
 

@@ -49,7 +49,6 @@ from studroom.domain.events import (
     ShowdownStarted,
     TimedOut,
 )
-
 from studroom.domain.hand_record import HandRecord
 
 VARIANTS: Final = {"seven_card_stud": "F7S", "seven_card_stud_hilo": "F7S/8", "five_card_stud": "F5S"}

@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import Literal
 
 import msgspec
+from studroom.domain.hand_record import HandRecord
 from studroom.services.wire.protocol import ErrorBody
 
 from .queries import MOST_HANDS, HandSummary, Session, StakesTotal
-from studroom.domain.hand_record import HandRecord
 
 
 class _Request(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, forbid_unknown_fields=True):

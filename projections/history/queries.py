@@ -11,8 +11,8 @@ from typing import Any, Final
 import msgspec
 import psycopg
 from psycopg import sql
-
 from studroom.domain.hand_record import HandRecord
+
 from .schema import HISTORY_SCHEMA
 
 MOST_HANDS: Final = 500          # hands in one answer (ask again with ``before_ms``)

@@ -19,7 +19,6 @@ from studroom.domain.events import (
     HandStarted,
     PotAwarded,
 )
-
 from studroom.domain.seen import showdown_seats
 
 

@@ -24,9 +24,9 @@ from studroom.domain.events import (
     PlayerSatDown,
     TableOpened,
 )
-
-from studroom.domain.hands import started_ms
 from studroom.domain.hand_record import HandRecord, make_record
+from studroom.domain.hands import started_ms
+
 from .results import Result, results
 
 

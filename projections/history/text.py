@@ -36,9 +36,9 @@ from studroom.domain.events import (
     TimedOut,
 )
 from studroom.domain.games import GAMES
+from studroom.domain.hand_record import HandRecord
 
 from .hand_names import high_name, low_name
-from studroom.domain.hand_record import HandRecord
 
 LANGUAGES: Final = ("en", "de")
 

@@ -23,16 +23,21 @@ from typing import Any, Final, NamedTuple
 
 import psycopg
 from psycopg import sql
-from studroom.services.store.inspect import open_reader, store_exists, stream_upto, streams_upto
+from studroom.services.store.inspect import (
+    open_reader,
+    store_exists,
+    stream_upto,
+    streams_upto,
+)
 
 from . import accounts
 from .account_audit import AccountAudit, transfers
-from .table_audit import Difference, TableAudit
 from .conservation import ChipCheck
 from .entries import CREDIT, DEPOSIT, WITHDRAWAL, Entry
 from .schema import LEDGER_SCHEMA
 from .schema import exists as books_exist
 from .sources import Source
+from .table_audit import Difference, TableAudit
 
 EQUATION: Final = "equation"
 DAY_MS: Final = 86_400_000

@@ -58,9 +58,9 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
     ``on_ready(service)`` is called once it is set up."""
     from studroom.services.runtime.processes import process
     from studroom.services.runtime.processes.credentials import credentials, masked_url
-    from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
     from studroom.services.runtime.processes.preflight import preflight
     from studroom.services.runtime.processes.starting import until_started
+    from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 
     from .metrics import lobby_metrics
     from .service import SENDER, LobbyService, LobbyStats, default_instance_id

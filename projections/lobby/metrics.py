@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from studroom.services.runtime.observability.metrics import (
+    Collect,
+    Metric,
+    Poll,
+    counter,
+)
 from studroom.services.store.lag import consumer_lag, projection_lag
-from studroom.services.runtime.observability.metrics import Collect, Metric, Poll, counter
 from studroom.services.wire import subjects
 
 from .jetstream import consumer_name

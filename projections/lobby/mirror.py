@@ -95,7 +95,6 @@ async def read_all(nc: Any) -> list[LobbyEntry]:
     """Every entry in the lobby's bucket, read once (a stopped room's data; needs the
     lobby service's powers)."""
     import nats.js.errors
-
     from studroom.services.wire.subjects import LOBBY_BUCKET
 
     try:

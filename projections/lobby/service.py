@@ -24,8 +24,8 @@ from typing import Any, Final
 
 from studroom.domain.views import TableView
 from studroom.services.client.table import TableClient
-from studroom.services.wire.declared import ensure_consumer, wait_for_stream
 from studroom.services.wire import subjects
+from studroom.services.wire.declared import ensure_consumer, wait_for_stream
 from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
 from studroom.services.wire.pull import PullLoop, stamp_ms
 

@@ -17,9 +17,9 @@ from studroom.domain.events import Event
 from studroom.services.client.messages import decode_event
 from studroom.services.wire import subjects
 from studroom.services.wire.door import identity_of
+from studroom.services.wire.subjects import LOBBY_BUCKET
 
 from .entry import LobbyEntry, decode
-from studroom.services.wire.subjects import LOBBY_BUCKET
 from .projection import apply
 from .queries import LobbyQuery, decode_answer, encode_query, matches
 from .rendering import lobby_text, table_text

@@ -14,7 +14,13 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..wire import subjects
-from ..wire.subjects import DEAD_LETTER_BUCKET, JETSTREAM, LEASE_BUCKET, LOBBY_BUCKET, RELAY_BUCKET
+from ..wire.subjects import (
+    DEAD_LETTER_BUCKET,
+    JETSTREAM,
+    LEASE_BUCKET,
+    LOBBY_BUCKET,
+    RELAY_BUCKET,
+)
 
 SERVICES = ("table", "relay", "timer", "projections", "cashier", "lobby", "history", "ledger")
 DOOR = "-door"                  # a service's second identity: its connection that answers requests

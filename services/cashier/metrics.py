@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..store.lag import consumer_lag, projection_lag
 from ..runtime.observability.metrics import Collect, Metric, Poll, counter
+from ..store.lag import consumer_lag, projection_lag
 from ..wire import subjects
 
 if TYPE_CHECKING:

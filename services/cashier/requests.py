@@ -15,7 +15,6 @@ from studroom.domain.names import check_name
 from ..client.table import Refused
 from ..store.port import VersionConflict
 from ..wire import protocol, subjects
-from .account_store import Books
 from ..wire.cashier_protocol import (
     MOST_MOVEMENTS,
     Balance,
@@ -29,6 +28,7 @@ from ..wire.cashier_protocol import (
     decode_request,
     refusal,
 )
+from .account_store import Books
 from .saga import ATTEMPTS, Busy, BuyInSaga, now_ms
 
 log = logging.getLogger("studroom.cashier")

@@ -39,9 +39,9 @@ from studroom.domain.errors import DUPLICATE_COMMAND, DomainError
 from ..client.table import TableClient
 from ..store.port import VersionConflict
 from ..wire import protocol
+from ..wire.cashier_protocol import Outcome
 from . import door
 from .account_store import Books
-from ..wire.cashier_protocol import Outcome
 
 log = logging.getLogger("studroom.cashier")
 

@@ -19,14 +19,15 @@ import nats.errors
 import nats.js.errors
 
 from ..client.table import TableClient
+from ..runtime.retry import RECONNECT
 from ..store.port import EventStore
-from ..wire.declared import ensure_consumer, wait_for_stream
 from ..wire import subjects
+from ..wire.cashier_protocol import encode
+from ..wire.declared import ensure_consumer, wait_for_stream
 from ..wire.door import Door, identified
 from ..wire.pull import PullLoop
 from .account_store import Books
 from .cash_outs import CONSUMER, CashOuts, consumer_config
-from ..wire.cashier_protocol import encode
 from .recovery import Recovery
 from .requests import Requests
 from .saga import SENDER, TAKEOVER_MS, BuyInSaga, Step
@@ -68,6 +69,7 @@ class CashierService:
     async def _follow_cash_outs(self, stop: asyncio.Event) -> None:
         js = self.nc.jetstream()
         config = consumer_config(self.consumer)
+        pauses = RECONNECT.pauses()
         while True:
             try:
                 if not await wait_for_stream(js, subjects.PUBLIC_STREAM, stop):
@@ -76,7 +78,7 @@ class CashierService:
                 break
             except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
                 log.info("cash-out consumer not set up yet (%r): trying again", e)
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(next(pauses))
         self.loop = PullLoop(self.nc, subjects.PUBLIC_STREAM, self.consumer, self.cash_outs.on_public,
                              recreate=lambda: ensure_consumer(js, subjects.PUBLIC_STREAM, config))
         try:

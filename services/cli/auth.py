@@ -16,8 +16,8 @@ SERVERS_HELP = ("the running NATS servers to tell at once (comma separated; defa
 
 
 def _authority(args: argparse.Namespace):  # noqa: ANN202 (an Authority, imported lazily)
-    from ..runtime.settings import Settings
     from ..auth.authority import Authority, room_authority
+    from ..runtime.settings import Settings
 
     return Authority(Path(args.auth_dir)) if args.auth_dir else room_authority(Settings.from_env().data_dir)
 
@@ -38,8 +38,8 @@ def _add_identity(role: str, args: argparse.Namespace) -> int:
 def _revoke_identity(role: str, args: argparse.Namespace) -> int:
     """Revoke every key of the identity in the Authority, then tell the running servers
     (they close its connections and refuse it from now on)."""
-    from ..wire.subjects import BadName
     from ..auth.authority import UnknownIdentity
+    from ..wire.subjects import BadName
 
     authority = _authority(args)
     try:

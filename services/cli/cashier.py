@@ -71,11 +71,11 @@ def _run(args: argparse.Namespace, ask: Ask, show: Show) -> int:
 
 
 async def _ask(args: argparse.Namespace, ask: Ask) -> CashierReply:
+    from ..client.cashier import CashierClient
     from ..players.bootstrap import nats_url
     from ..runtime.processes import process
     from ..runtime.processes.credentials import credentials
     from ..runtime.settings import Settings
-    from ..client.cashier import CashierClient
 
     settings = Settings.from_env()
     nc = await process.connect(nats_url(settings), f"studroom-cashier-cli-{args.operator}",

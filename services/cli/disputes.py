@@ -52,7 +52,12 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..disputes.stored_events import NoSuchTable, all_streams, database, table_stream
+    from ..disputes.stored_events import (
+        NoSuchTable,
+        all_streams,
+        database,
+        table_stream,
+    )
     from ..disputes.verify import Period, parse_when, summarize, verify
 
     try:

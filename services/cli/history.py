@@ -66,9 +66,9 @@ def _caught_up(url: str) -> None:
 
 def _hands(args: argparse.Namespace) -> int:
     import psycopg
-    from ..disputes.stored_events import database
-
     from studroom.projections.history import queries
+
+    from ..disputes.stored_events import database
 
     with database(Settings.from_env()) as url:
         _caught_up(url)
@@ -85,9 +85,9 @@ def _hands(args: argparse.Namespace) -> int:
 
 def _sessions(args: argparse.Namespace) -> int:
     import psycopg
-    from ..disputes.stored_events import database
-
     from studroom.projections.history import queries
+
+    from ..disputes.stored_events import database
 
     with database(Settings.from_env()) as url:
         _caught_up(url)
@@ -106,11 +106,11 @@ def _sessions(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ..disputes.stored_events import NoSuchTable, database, table_stream
-
-    from studroom.projections.history import phh, text
-    from studroom.domain.hands import NoSuchHand, find
     from studroom.domain.hand_record import NotInHand, record_from_stream
+    from studroom.domain.hands import NoSuchHand, find
+    from studroom.projections.history import phh, text
+
+    from ..disputes.stored_events import NoSuchTable, database, table_stream
 
     with database(Settings.from_env()) as url:
         try:
@@ -128,10 +128,10 @@ def _export(args: argparse.Namespace) -> int:
 
 def _rebuild(args: argparse.Namespace) -> int:
     import psycopg
-    from ..disputes.stored_events import database
-
     from studroom.projections.history.projector import Projector
     from studroom.projections.history.schema import drop
+
+    from ..disputes.stored_events import database
 
     with database(Settings.from_env()) as url:
         with psycopg.connect(url, autocommit=True) as conn:

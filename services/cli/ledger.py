@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..runtime.arguments import positive_int
-
 from studroom.projections.ledger.schema import LEDGER_SCHEMA
+
+from ..runtime.arguments import positive_int
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -62,12 +62,12 @@ def _books(args: argparse.Namespace, *, rebuild: bool = False) -> Iterator[tuple
     """The database's URL, a connection to the books brought up to date (or rebuilt),
     and the sources."""
     import psycopg
-    from ..runtime.servers.embedded_postgres import EmbeddedPostgres
-    from ..runtime.settings import Settings
-
     from studroom.projections.ledger import schema
     from studroom.projections.ledger.projector import Projector
     from studroom.projections.ledger.sources import all_sources
+
+    from ..runtime.servers.embedded_postgres import EmbeddedPostgres
+    from ..runtime.settings import Settings
 
     settings = Settings.from_env()
     with contextlib.ExitStack() as stack:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from studroom.domain.games import GAMES
-from ..runtime.arguments import positive_float
-
 from studroom.projections.lobby.rendering import LANGUAGES
+
+from ..runtime.arguments import positive_float
 
 SPECTATOR = ("spectator", "public")     # the room's public identity (services/room/bots.py)
 
@@ -89,10 +89,10 @@ class Room:
 def _run(show: Callable[[Room, asyncio.Event], Awaitable[None]], seconds: float | None) -> int:
     """Run ``show`` connected to the room until it returns, ``seconds`` pass or Ctrl-C;
     the exit code (1: the lobby did not answer)."""
+    from studroom.projections.lobby.watching import LobbyUnavailable
+
     from ..runtime.processes import process
     from ..runtime.settings import Settings
-
-    from studroom.projections.lobby.watching import LobbyUnavailable
 
     async def main() -> None:
         async with _room(Settings.from_env()) as room:
@@ -114,12 +114,12 @@ def _run(show: Callable[[Room, asyncio.Event], Awaitable[None]], seconds: float 
 async def _room(settings: Any) -> AsyncIterator[Room]:
     """The settings' NATS, else the data folder's embedded one: the running room's, or
     started here for the moment (a stopped room)."""
+    from studroom.projections.lobby.service import SENDER
+
     from ..runtime.processes import process
     from ..runtime.processes.credentials import credentials
     from ..runtime.servers.embedded_nats import EmbeddedNats
     from ..runtime.servers.server_process import EmbeddedServerError
-
-    from studroom.projections.lobby.service import SENDER
 
     url, embedded = settings.nats_url, None
     if url is None:

@@ -59,8 +59,8 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.domain.games import GAMES
-from studroom.domain.table import Table
 from studroom.domain.hands import turn_clock
+from studroom.domain.table import Table
 
 ROLES = ("player", "operator", "service")
 

@@ -46,8 +46,8 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.domain.games import GAMES
-from studroom.domain.hands import config_of, turn_clock
 from studroom.domain.hand_record import seated_before
+from studroom.domain.hands import config_of, turn_clock
 from studroom.domain.seen import seen_by
 
 from ..runtime.text import number, signed

@@ -16,8 +16,8 @@ import logging
 import random
 from pathlib import Path
 
-from ..runtime.processes import process
 from ..runtime.arguments import name, non_negative_int
+from ..runtime.processes import process
 from ..runtime.processes.credentials import credentials
 from ..runtime.settings import Settings
 

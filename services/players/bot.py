@@ -54,12 +54,12 @@ from studroom.domain.events import (
 )
 from studroom.domain.views import TableView
 
+from ..client.messages import decode_event
+from ..client.table import TableClient
 from ..wire import subjects
 from .asking import Asking, code_of
 from .bank import Bank
-from ..client.table import TableClient
 from .decisions import Decisions
-from ..client.messages import decode_event
 from .stats import BAD_MESSAGE, BotStats
 from .transcript import Transcript
 

@@ -13,6 +13,7 @@ cards): the event is in the store. docs/design/relay.md, "Dead letters".
 from __future__ import annotations
 
 import msgspec
+
 from ..store.port import Notification
 from ..wire.dead_letters import cut
 

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 from studroom.domain import views
+
 from ..store.port import Notification
 from ..wire import subjects
 from .dead_letters import DeadLetter, Unpublishable

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
+
 from ..wire import subjects
 from .errors import BusError
 from .outbox import Outgoing
-
 
 # JetStream's refusals of one message for good (the message, not the stream, is at
 # fault): it is set aside as a dead letter. Any other refusal fails the batch (retried).

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from nats.js import api
+
 from ..wire import subjects
 from .outbox import Outgoing
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import nats.errors
+
 from ..runtime.processes import process
 from ..wire import subjects
 from ..wire.dead_letters import DeadLetters, open_bucket

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from studroom.domain.seating import Seating
+
 from ..store.port import Notification
 from .errors import RelayError
 

@@ -17,6 +17,7 @@ from typing import Any
 import nats.js.errors
 import psycopg
 from eventsourcing.persistence import PersistenceError
+
 from ..store.port import EventStore, Notification
 from ..wire import subjects
 from .bus import bus, pause, raise_if_cancelled

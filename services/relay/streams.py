@@ -5,11 +5,10 @@ Durability (replicas, fsync) and retention: docs/design/relay.md."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from typing import Final
+from typing import Any, Final
 
 from nats.js import api
+
 from ..wire import subjects
 from ..wire.declared import ensure_bucket, ensure_stream
 from .config import RelayConfig

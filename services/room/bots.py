@@ -19,10 +19,10 @@ from studroom.domain.commands import OpenTable
 
 from ..auth.authority import Authority
 from ..client.cashier import CashierClient
+from ..client.messages import decode_event
+from ..client.table import TableClient
 from ..players.bank import CashierBank
 from ..players.bot import Bot
-from ..client.table import TableClient
-from ..client.messages import decode_event
 from ..players.stats import BAD_MESSAGE, BotStats
 from ..runtime.processes import process
 from ..wire import protocol, subjects

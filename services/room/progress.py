@@ -9,7 +9,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import IO
 
-from ..runtime.text import number, rate as per_second
+from ..runtime.text import number
+from ..runtime.text import rate as per_second
 
 RATE_WINDOW = 5.0        # seconds the rate of actions is measured over
 LINE_EVERY = 5.0         # seconds between lines when the output is not a terminal

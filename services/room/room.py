@@ -32,18 +32,19 @@ from studroom.projections.ledger.conservation import ChipCheck
 from studroom.projections.ledger.room_check import chip_check
 
 from ..auth.authority import Authority, room_authority
-from ..warden.connections import watching
-from ..runtime.processes import process
 from ..runtime.arguments import one_line
+from ..runtime.observability.stats import percentile
+from ..runtime.processes import process
 from ..runtime.processes.credentials import masked_url
 from ..runtime.processes.preflight import preflight_url
+from ..runtime.processes.supervisor import Services, child_env
 from ..runtime.servers.external_or_embedded import servers
 from ..runtime.settings import Settings
-from ..runtime.text import ms, number, rate as per_second
-from ..runtime.observability.stats import percentile
-from ..runtime.processes.supervisor import Services, child_env
+from ..runtime.text import ms, number
+from ..runtime.text import rate as per_second
 from ..store.inspect import events_stored, load_tables
 from ..store.layout import LayoutMismatch, check_recorded_layout, store_schemas
+from ..warden.connections import watching
 from ..wire.declared import Refused
 from .bots import FLOOR, SPECTATOR, Room
 from .plans import TablePlan, plan_tables, table_ids

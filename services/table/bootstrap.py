@@ -14,7 +14,6 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..runtime.processes.observe import default_instance
 from ..runtime.arguments import (
     MAX_REPLICAS,
     int_range,
@@ -23,6 +22,7 @@ from ..runtime.arguments import (
     positive_float,
     positive_int,
 )
+from ..runtime.processes.observe import default_instance
 from ..runtime.settings import Settings
 from ..store.layout import STORE_SCHEMA_PREFIX, store_schema
 from ..wire import subjects

@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
-
 from studroom.domain.authority import Sender
 from studroom.domain.commands import OpenTable, ScheduleHand, StartHand
 from studroom.domain.deck import SEED_BYTES
@@ -32,9 +31,30 @@ from studroom.domain.table import Table
 from studroom.domain.views import seat_of, table_view
 
 from ..store.port import EventStore, Snapshot, VersionConflict
-from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, Reply, ViewTable, refusal
-from .loading import SNAPSHOT_EVERY, Loaded, load_table, load_tables, snapshot_due, snapshot_of
-from .request_decoding import BadRequest, Request, Submission, check_request, decode_request
+from ..wire.protocol import (
+    BAD_REQUEST,
+    CONFLICT,
+    INTERNAL,
+    UNKNOWN_TABLE,
+    Reply,
+    ViewTable,
+    refusal,
+)
+from .loading import (
+    SNAPSHOT_EVERY,
+    Loaded,
+    load_table,
+    load_tables,
+    snapshot_due,
+    snapshot_of,
+)
+from .request_decoding import (
+    BadRequest,
+    Request,
+    Submission,
+    check_request,
+    decode_request,
+)
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..runtime.observability.metrics import Collect, Histogram, Metric, by_label, counter, gauge
+from ..runtime.observability.metrics import (
+    Collect,
+    Histogram,
+    Metric,
+    by_label,
+    counter,
+    gauge,
+)
 
 if TYPE_CHECKING:
     from .service import TableService

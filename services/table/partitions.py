@@ -23,6 +23,7 @@ from ..wire.partitioning import fnv1a_32
 log = logging.getLogger(__name__)
 
 from ..wire.subjects import LEASE_BUCKET
+
 DEFAULT_LEASE_TTL = 3.0          # seconds
 LEASE_MAX_VALUE = 1024           # bytes of a lease or an instance's announcement (under 100 in fact)
 LEASE_MAX_BYTES = 1 << 20        # the bucket: the partitions' leases and every live instance's, many times over

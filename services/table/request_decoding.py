@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import msgspec
-
 from studroom.domain.authority import Sender
 from studroom.domain.commands import Command, OpenTable
 

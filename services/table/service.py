@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
-
 from studroom.domain.authority import Sender
 
 from ..runtime.observability.logs import fields
@@ -30,9 +29,9 @@ from ..wire.door import QUOTAS, Door, Quota, identified
 from ..wire.partitioning import partition_of, partition_of_subject
 from ..wire.protocol import BAD_REQUEST, UNAVAILABLE, Reply, refusal
 from .command_handling import CommandHandler
-from .request_decoding import BadRequest, decode_request
 from .metrics import CommandMeter
 from .partitions import DEFAULT_LEASE_TTL, LEASE_BUCKET, LeaseManager, spread
+from .request_decoding import BadRequest, decode_request
 from .worker import DEFAULT_MAX_BATCH, StoreWorker
 
 log = logging.getLogger("studroom.table_service")

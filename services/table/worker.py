@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import msgspec
-
 from studroom.domain.authority import Sender
 
 from ..wire import subjects

@@ -31,6 +31,7 @@ from . import subjects
 log = logging.getLogger("studroom.dead_letters")
 
 from .subjects import DEAD_LETTER_BUCKET
+
 SHOWN = 200      # characters of a table id, a subject or a reason kept in a record (one may be huge)
 BODY_SHOWN = 2000  # characters of a consumed message's body kept in its record
 MAX_RECORD: Final = 8 * 1024                  # bytes of one record, at most (the bucket refuses more)

@@ -15,10 +15,8 @@ from __future__ import annotations
 from typing import Final
 
 import msgspec
-
 from studroom.domain.commands import TableCommand
 from studroom.domain.views import TableView
-
 
 # The services' own error codes (the domain's are in studroom.domain.errors).
 BAD_REQUEST: Final = "bad_request"      # a malformed message, or a name that cannot be stored

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import msgspec
-
 from studroom.domain.events import TableEvent
 from studroom.domain.scenario import Output, Scenario
+
 from .protocol import Reply, Request
 
 SCHEMAS = {"events.json": TableEvent, "commands.json": Request, "reply.json": Reply,

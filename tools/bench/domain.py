@@ -16,9 +16,9 @@ import time
 from studroom import domain
 from studroom.domain.events import Acted, TurnStarted
 from studroom.domain.simulate import STAKES, WEIGHTS, new_table, play_hand, top_up
-
 from studroom.services.runtime.arguments import positive_float
 from studroom.services.runtime.text import cell, table
+
 from . import hand_evaluation, pokerkit_baseline
 
 GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")

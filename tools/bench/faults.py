@@ -16,9 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..faults.drill import Drill, DrillOptions
-from ..faults.report import report_table
-from studroom.services.runtime.processes import process
 from studroom.services.runtime.arguments import (
     float_range,
     int_range,
@@ -26,6 +23,10 @@ from studroom.services.runtime.arguments import (
     positive_float,
     positive_int,
 )
+from studroom.services.runtime.processes import process
+
+from ..faults.drill import Drill, DrillOptions
+from ..faults.report import report_table
 from .room import MAX_BOTS_PER_TABLE
 
 FAULT_NAMES = ("table", "relay", "timer", "cashier", "lobby", "history", "ledger", "postgres", "nats")

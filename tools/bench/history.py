@@ -29,9 +29,9 @@ from studroom.domain.events import Event
 from studroom.domain.hands import spans
 from studroom.domain.simulate import play_room
 from studroom.domain.table import Table
-
 from studroom.services.runtime.arguments import positive_int
 from studroom.services.runtime.text import figures
+
 from .database import bench_database
 
 HELP = "history: hands verified/s (re-run + deck audit) beside bare replay; history rebuild events/s beside bare reads"
@@ -65,7 +65,6 @@ def verify_rates(streams: dict[str, list[Event]]) -> dict[str, float]:
 
 def rebuild_rates(database_url: str, streams: dict[str, list[Event]]) -> dict[str, float]:
     from studroom.projections.history.projector import Projector
-
     from studroom.services.store.postgres import PostgresEventStore
 
     prefix = f"bench_{uuid.uuid4().hex[:8]}_"

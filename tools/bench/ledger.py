@@ -18,11 +18,11 @@ from collections.abc import Sequence
 
 import psycopg
 from psycopg import sql
-
 from studroom.services.runtime.arguments import positive_int
 from studroom.services.runtime.text import figures
 from studroom.services.store.layout import store_schema
 from studroom.services.store.postgres import PostgresEventStore
+
 from ..stored_room import store_room
 from .database import bench_database
 

@@ -27,13 +27,12 @@ from studroom.domain.commands import SitOut
 from studroom.domain.events import Event, TableEvent, TableOpened
 from studroom.domain.simulate import new_table, play_hand, top_up
 from studroom.domain.table import Table
-
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.port import Snapshot
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.table.command_handling import CommandHandler
-from studroom.services.table.request_decoding import Submission
 from studroom.services.table.loading import SNAPSHOT_EVERY, load_table
+from studroom.services.table.request_decoding import Submission
 
 CHUNK = 5_000          # events per append while filling the store
 

@@ -33,17 +33,17 @@ from studroom.domain import views
 from studroom.domain.simulate import simulated_room
 from studroom.projections.lobby.entry import decode
 from studroom.projections.lobby.jetstream import consumer_name
-from studroom.services.wire.subjects import LOBBY_BUCKET
-
 from studroom.services.relay.streams import ensure_streams
 from studroom.services.room.plans import MAX_BOTS_PER_TABLE
 from studroom.services.runtime.arguments import int_range, positive_float, positive_int
+from studroom.services.runtime.observability.stats import percentile
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.observability.stats import percentile
 from studroom.services.runtime.text import figures
 from studroom.services.wire import subjects
 from studroom.services.wire.pull import PullLoop, shared_consumer
+from studroom.services.wire.subjects import LOBBY_BUCKET
+
 from ..lobby_lag import lags_ms
 
 HELP = ("lobby: its lag behind live play under bench room load (p99, goal < 1 s) and its rebuild rate, "
@@ -148,8 +148,8 @@ def lag(settings: Settings, *, seconds: float, tables: int, bots_per_table: int)
     from studroom.services.auth.authority import room_authority
     from studroom.services.room.plans import plan_tables, table_ids
     from studroom.services.runtime.processes import process
-    from studroom.services.runtime.servers.external_or_embedded import servers
     from studroom.services.runtime.processes.supervisor import Services, child_env
+    from studroom.services.runtime.servers.external_or_embedded import servers
 
     temporary = Path(tempfile.mkdtemp(prefix="studroom-bench-lobby-"))
     settings = dataclasses.replace(settings, nats_url=None, nats_creds=None, data_dir=temporary)

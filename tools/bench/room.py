@@ -24,14 +24,20 @@ from typing import IO
 
 from studroom.services.auth.authority import Authority, room_authority
 from studroom.services.room.bots import Room
-from studroom.services.room.plans import MAX_BOTS_PER_TABLE, TablePlan, plan_tables, table_ids
+from studroom.services.room.plans import (
+    MAX_BOTS_PER_TABLE,
+    TablePlan,
+    plan_tables,
+    table_ids,
+)
 from studroom.services.runtime.arguments import int_range, positive_float, positive_int
+from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.text import rate, table
-from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.store.inspect import events_stored
 from studroom.services.store.layout import store_schemas
+
 from .baselines import bare_commits_per_second, bare_nats_round_trips
 from .cpu_time import CpuMeter
 

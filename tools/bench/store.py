@@ -17,10 +17,10 @@ from collections.abc import Callable
 import msgspec
 import psycopg
 from psycopg import sql
-
 from studroom.services.runtime.arguments import int_range, positive_float
 from studroom.services.runtime.text import figures
 from studroom.services.store.postgres import PostgresEventStore
+
 from .baselines import bare_commits_per_second
 from .database import bench_database
 from .loading import load_times

@@ -36,7 +36,6 @@ from studroom.domain.events import TurnStarted
 from studroom.domain.simulate import STAKES, choose
 from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
-
 from studroom.services.client.table import TableClient
 from studroom.services.runtime.arguments import positive_float, positive_int
 from studroom.services.runtime.observability.stats import percentile
@@ -122,7 +121,6 @@ async def bench(
     players: int = 4,
 ) -> dict[str, Any]:
     import nats
-
     from studroom.services.store.layout import store_of_table, store_schema
     from studroom.services.store.postgres import PostgresEventStore
     from studroom.services.table.service import TableService

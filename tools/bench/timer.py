@@ -28,12 +28,16 @@ import nats
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 from studroom.domain.commands import Timeout
 from studroom.domain.events import TurnStarted
-
 from studroom.services.runtime.arguments import positive_float, positive_int
+from studroom.services.runtime.observability.stats import percentile
 from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.text import table
-from studroom.services.runtime.observability.stats import percentile
-from studroom.services.timer.schedule import TimerPayload, encode_payload, now_ms, schedule_headers
+from studroom.services.timer.schedule import (
+    TimerPayload,
+    encode_payload,
+    now_ms,
+    schedule_headers,
+)
 from studroom.services.timer.service import TimerService
 from studroom.services.wire import protocol, subjects
 from studroom.services.wire.pull import PullLoop

@@ -22,7 +22,6 @@ from studroom.projections.history.protocol import decode_reply as decode_history
 from studroom.projections.history.protocol import encode as encode_history
 from studroom.projections.ledger.schema import LEDGER_SCHEMA
 from studroom.projections.lobby.queries import LobbyQuery, decode_answer, encode_query
-
 from studroom.services.client.cashier import CashierClient
 from studroom.services.runtime.processes.supervisor import Services
 from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
@@ -30,6 +29,7 @@ from studroom.services.store.inspect import last_notification_ids
 from studroom.services.store.postgres import DEFAULT_TABLE
 from studroom.services.wire import subjects
 from studroom.services.wire.cashier_protocol import Balance
+
 from .fault import BASELINE, KILL, Fault, pid_of
 
 PROBE = "drill"            # the drill's operator identity: asks the cashier, lobby and history

@@ -21,7 +21,6 @@ from nats.js import api
 from studroom.domain import views
 from studroom.domain.events import Event
 from studroom.projections.ledger.conservation import TableChips
-
 from studroom.services.client.messages import decode_event
 from studroom.services.store.inspect import open_stores
 from studroom.services.store.layout import store_of_table

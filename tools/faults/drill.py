@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from studroom.projections.ledger.room_check import chip_check
-
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import plan_tables, table_ids
 from studroom.services.room.room import SUPERVISE_EVERY
@@ -36,6 +35,7 @@ from studroom.services.runtime.servers.server_process import ServerProcess
 from studroom.services.store.layout import store_schemas
 from studroom.services.table.partitions import lease_owners
 from studroom.services.wire.partitioning import partition_of
+
 from .checks import DATABASE_ERRORS, PROBE, Checks, all_running, until
 from .consistency import Consistency
 from .fault import BASELINE, KILL, SERVER, Fault, faults_of, pid_of, stop_start

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ...wire import subjects
-from ..observability import logs
-from . import observe
 from ..arguments import one_line
+from ..observability import logs
 from ..settings import Settings, log_level_from_env, nats_ca_from_env
+from . import observe
 
 log = logging.getLogger("studroom")
 

@@ -25,7 +25,13 @@ import time
 from pathlib import Path
 
 from ..files import write_atomically
-from .server_process import EmbeddedServerError, ServerProcess, _cmdline, _pid_alive, log_tail
+from .server_process import (
+    EmbeddedServerError,
+    ServerProcess,
+    _cmdline,
+    _pid_alive,
+    log_tail,
+)
 from .system_user import chown_tree, ensure_system_user, grant_read_tree, grant_search
 
 log = logging.getLogger(__name__)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
+from ..settings import Settings
 from .embedded_nats import EmbeddedNats
 from .embedded_postgres import EmbeddedPostgres
-from ..settings import Settings
 
 
 @contextmanager
