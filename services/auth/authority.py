@@ -131,7 +131,7 @@ class Authority:
     def ensure(self, role: str, name: str) -> Path:
         """The identity's credentials, issued on first use, and again when its role's
         powers or terms have changed since (a room's data folder outlives a version) or
-        when less than half of their lifetime is left (renewal: :mod:`..runtime.credentials`)."""
+        when less than half of their lifetime is left (renewal: :mod:`..runtime.processes.credentials`)."""
         path = self.creds_path(role, name)
         if path.exists() and _current(path.read_text(), self._powers(role, name), terms.of(role)):
             return path

@@ -5,7 +5,7 @@ subscription is refused with ``maximum subscriptions exceeded``, a larger messag
 the connection with ``Maximum Payload Violation``) and closes a connection when its JWT
 expires.  ``data`` is stated in the JWT but nats-server (2.15) does not enforce it for
 client connections.  NATS has no per-user connection count: the account's ``conn`` caps
-all connections of the room's account, and the warden (auth/warden.py) each identity's
+all connections of the room's account, and the warden (warden/connections.py) each identity's
 (docs/design/trust.md, "Quotas").
 Figures and reasoning: docs/design/trust.md, "Quotas" and "Credentials that end".
 """
@@ -33,7 +33,7 @@ class Terms:
     payload: int       # bytes per published message (headers included)
     data: int          # bytes a connection is meant to send (stated; not enforced by nats-server)
     lifetime: int      # seconds from issue to the JWT's ``exp``
-    connections: int | None = None   # at once, counted by the warden (auth/warden.py); None: no cap
+    connections: int | None = None   # at once, counted by the warden (warden/connections.py); None: no cap
 
     def limits(self) -> dict[str, int]:
         """The user JWT's limit claims."""
@@ -57,7 +57,7 @@ _TERMS = {
     # every table on one spectator connection (services/room/bots.py), up to 1,000.
     "spectator": Terms(subs=1_000, payload=4 * KIB, data=4 * MIB, lifetime=7 * DAY),
     # The room itself: every table's events, JetStream's API, NATS micro endpoints.
-    # Short-lived: renewed by the room (runtime/credentials.py) before they end.
+    # Short-lived: renewed by the room (runtime/processes/credentials.py) before they end.
     "service": Terms(subs=100_000, payload=1 * MIB, data=UNLIMITED, lifetime=1 * DAY),
     # The system account's own users the Authority makes: the one that pushes an account
     # update (revocations) and the warden (renewed like a service).

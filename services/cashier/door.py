@@ -35,7 +35,7 @@ def seat_chips(view: TableView, seat: int) -> SeatChips | None:
 
 async def check(books: Books, client: TableClient, player: str, table_id: str, seat: int, amount: int,
                 request_id: str | None, at_ms: int) -> None:
-    """Raise the refusal of ``player``'s buy-in (DomainError; ``players.client.Refused``
+    """Raise the refusal of ``player``'s buy-in (DomainError; ``client.table.Refused``
     when the table does not show itself), or return: it may be reserved."""
     for fresh in (False, True):
         account = await books.account(player, fresh=fresh)

@@ -107,7 +107,7 @@ def _push(authority, servers: str | None, named: bool, role: str, regenerate: st
 
 
 def _warden(args: argparse.Namespace) -> int:
-    """Cap each identity's connections (auth/warden.py) until SIGTERM or SIGINT."""
+    """Cap each identity's connections (warden/connections.py) until SIGTERM or SIGINT."""
     import signal
 
     from ..warden.connections import watching

@@ -6,7 +6,7 @@
 3. Identities: the room's Authority (``<data dir>/auth``) issues credentials for each
    service, the operator "floor", the spectator and each bot (kept for the next start).
 4. Services: table services, the relay, the timer service and the cashier as child
-   processes, each with its own credentials (:mod:`..runtime.supervisor`).
+   processes, each with its own credentials (:mod:`..runtime.processes.supervisor`).
 5. Play: the floor deposits each bot's bankroll at the cashier; the bots in this
    process (:mod:`.bots`) buy in through it and play; a progress line
    (:mod:`.progress`) until Ctrl-C, SIGTERM or the end of ``--for``.

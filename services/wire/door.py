@@ -260,7 +260,7 @@ def identified(nc: Any) -> bool:
 
 
 def door_metrics(doors: Callable[[], list[Door]]) -> Callable[[], list[Any]]:
-    """The doors' counters for a process's metrics (runtime/metrics.py), by responder and outcome."""
+    """The doors' counters for a process's metrics (runtime/observability/metrics.py), by responder and outcome."""
     from ..runtime.observability.metrics import Metric
 
     def collect() -> list[Metric]:

@@ -3,7 +3,7 @@ what they look at.
 
 * a NATS server in operator mode of its own (so that no other test's tables reach the
   lobby's durable consumer), the session's PostgreSQL with a fresh store schema;
-* the room's services as the room runs them (``runtime.supervisor.Services``: a table
+* the room's services as the room runs them (``runtime.processes.supervisor.Services``: a table
   service, the relay, the timer), each under its own credentials;
 * lobby processes (``studroom serve lobby``) started and killed by the tests;
 * bots (``services/players/bot.py``) at tables with one-second timers; their chips come
