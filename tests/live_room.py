@@ -116,7 +116,7 @@ class LiveRoom:
 
 ROOM_TABLES = 4
 ROOM_BOTS_PER_TABLE = 4
-ROOM_SECONDS = 10
+ROOM_SECONDS = 5
 ROOM_STORES = ("studroom_p0", "studroom_cashier")      # the room's one table store and the cashier's
 
 

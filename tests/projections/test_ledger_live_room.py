@@ -31,6 +31,7 @@ def test_the_ledger_follows_a_live_room_and_its_books_reconcile(room_command: Ro
         with psycopg.connect(postgres.url, autocommit=True) as conn:
             sources = all_sources(conn)
         result = reconcile(postgres.url, sources)
+    print(f"{result.hands} hands at {result.tables} tables reconciled")
     assert result.clean, result.differences[:5]
     assert result.tables == ROOM_TABLES and result.hands >= 20
     figures = {line.name: line for line in result.equation}
