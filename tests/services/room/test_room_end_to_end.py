@@ -163,7 +163,8 @@ async def _play(nats_url: str, authority: Authority, plans: list[TablePlan], spy
         await asyncio.sleep(0.25)
     for bot in room.bots:
         bot.pause()
-    # Let the relay deliver everything stored: the tables now wait on paused bots.
+    # Let the relay deliver everything stored: the tables now wait on paused bots (the shared
+    # room's timer would time their turns out after the tables' 10 s: after the checks).
     quiet_since, last = time.monotonic(), -1
     while time.monotonic() - quiet_since < 1.5:
         await asyncio.sleep(0.25)
