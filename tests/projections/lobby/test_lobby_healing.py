@@ -135,16 +135,17 @@ def test_a_damaged_entry_comes_back_as_a_lobby_from_zero_makes_it(stack: Stack) 
         try:
             await players.start()
             kv = await _bucket(js, tables)
-            await asyncio.sleep(1.0)
+            # Half a second of play between two looks: the bots play some hundred events.
+            await asyncio.sleep(0.5)
             older = {t: (await kv.get(t)).value for t in tables}
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(0.5)
             how = damages(kv, older)
             rounds = [("no entry", "deleted", "purged"),
                       ("a version the stream never had", "an older value put back", "another table's")]
             for kinds in rounds:                                   # while the tables play
                 for table_id, kind in zip(tables, kinds, strict=True):
                     await how[kind](table_id, tables[0] if table_id != tables[0] else tables[1])
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(0.5)
             await players.sit_out()
             await until_still(js)
             stored = stack.stored(tables)
