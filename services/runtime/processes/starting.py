@@ -55,6 +55,8 @@ def transient(error: BaseException) -> bool:
         return True
     if type(error) is OSError:
         return error.errno in UNREACHABLE
+    if isinstance(error, nats.js.errors.ServerError):
+        return True      # a 500 of the server's own (seen: a consumer re-created while its files were going)
     if isinstance(error, nats.js.errors.APIError):
         return error.err_code in JETSTREAM_NOT_READY
     return _postgres_unavailable(error)

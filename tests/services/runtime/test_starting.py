@@ -103,6 +103,8 @@ def test_a_stop_while_retrying_ends_the_start_without_a_service() -> None:
     (nats.errors.AuthorizationError(), False),
     (nats.js.errors.APIError(code=500, err_code=10008, description="JetStream system temporarily unavailable"), True),
     (nats.js.errors.BadRequestError(code=400, err_code=10005, description="no suitable peers for placement"), False),
+    (nats.js.errors.ServerError(code=500, err_code=10012,
+                                description="obs/studroom_lobby_lobby-a/meta.inf.tmp: no such file or directory"), True),
 ])
 def test_what_is_transient(error: BaseException, is_transient: bool) -> None:
     assert transient(error) is is_transient
