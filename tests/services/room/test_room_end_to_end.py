@@ -297,7 +297,7 @@ def test_room_command_runs_and_conserves_chips(room_command: RoomCommand) -> Non
     assert "chips conserved: yes" in out, out
     assert "hands" in out and "actions" in out and "events" in out
     summary = out[out.index("summary"):]
-    hands = int(summary.split("hands")[1].split()[0])
+    hands = int(summary.split("hands")[1].split()[0].replace(",", ""))   # 1,234
     assert hands > 0, out
     creds = data_dir / "auth" / "creds"
     assert "credentials: " in out and str(creds) in out, out
