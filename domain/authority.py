@@ -8,9 +8,9 @@ service's own hand starts, scripted hands) and are trusted.
 - A **player** sits down as himself, and posts or skips the ante, acts, shows, mucks,
   sits out and leaves only for the seat he holds.  He never credits chips (a buy-in
   comes through the cashier, from his account) and never starts a hand.
-- An **operator** (floor, live dealer, cashier desk) opens tables, feeds live-dealer
-  input (R28: starts a live table's hand and deals its streets), and may sit a player
-  out or remove him.  He credits no chips: money moves through the cashier.
+- An **operator** (floor, live dealer, cashier desk) opens, configures, pauses,
+  resumes and closes tables, feeds live-dealer input (R28: starts a live table's hand
+  and deals its streets), and may sit a player out or remove him (R34).  He credits no chips: money moves through the cashier.
 - A **service** has exactly its own command: the timer times out turns (R20), the
   cashier credits chips, naming the player it debited (the table credits only his own
   seat: domain/buy_ins.py).
@@ -27,15 +27,21 @@ import msgspec
 from .commands import (
     Act,
     BuyIn,
+    CloseTable,
     Command,
+    ConfigureTable,
     DealStreet,
     Leave,
     Muck,
     OpenTable,
+    PauseTable,
     PostAnte,
+    RemovePlayer,
+    ResumeTable,
     Show,
     SitDown,
     SitOut,
+    SitOutPlayer,
     SkipAnte,
     StartHand,
     Timeout,
@@ -47,7 +53,10 @@ Role = Literal["player", "operator", "service"]
 
 # Commands a player gives for the seat he holds (SitDown: for himself).
 SEAT_COMMANDS: Final = (PostAnte, SkipAnte, Act, Show, Muck, SitOut, Leave)
-OPERATOR_COMMANDS: Final = (OpenTable, DealStreet, StartHand, SitOut, Leave)
+OPERATOR_COMMANDS: Final = (
+    OpenTable, DealStreet, StartHand, SitOut, Leave,
+    ConfigureTable, PauseTable, ResumeTable, CloseTable, SitOutPlayer, RemovePlayer,   # the floor
+)
 SERVICE_COMMANDS: Final = {"timer": (Timeout,), "cashier": (BuyIn,)}
 
 

@@ -114,9 +114,44 @@ class Muck(Command, tag=True):
     seat: int
 
 
+# --- the floor: an operator's table commands (R34; docs/rules.md "The floor") -------
+
+
+class ConfigureTable(Command, tag=True):
+    """New settings, validated as OpenTable's; the game, the seats and ``auto_deal``
+    stay as opened.  They take effect at the next hand (at once between hands)."""
+
+    config: TableConfig
+
+
+class PauseTable(Command, tag=True):
+    """No new hand until ResumeTable; the hand in play finishes."""
+
+
+class ResumeTable(Command, tag=True):
+    """The paused table deals again."""
+
+
+class CloseTable(Command, tag=True):
+    """Finish the hand in play, cash every seat out, then refuse every command
+    (``table_closed``); the table stays replayable."""
+
+
+class SitOutPlayer(Command, tag=True):
+    """Sit ``player`` out (R34), as his own SitOut would; by name, as the floor knows him."""
+
+    player: str
+
+
+class RemovePlayer(Command, tag=True):
+    """Remove ``player`` as his own Leave would (mid-hand: his hand is folded, R3)."""
+
+    player: str
+
+
 TableCommand = Union[
     OpenTable, SitDown, BuyIn, SitOut, Leave, StartHand, ScheduleHand, PostAnte, SkipAnte, DealStreet,
-    Act, Timeout, Show, Muck,
+    Act, Timeout, Show, Muck, ConfigureTable, PauseTable, ResumeTable, CloseTable, SitOutPlayer, RemovePlayer,
 ]
 
 COMMAND_TYPES = TableCommand.__args__  # type: ignore[attr-defined]

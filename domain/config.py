@@ -1,9 +1,9 @@
 """A table's settings: game, stakes, rake, limits, timers (rules R2, R3, R8, R18, R19,
-R27 in docs/rules.md)."""
+R27, R34 in docs/rules.md)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -12,6 +12,7 @@ from .games import GAMES
 from .limits import DEFAULT_MAX_BUY_IN_BIG_BETS, MAX_STAKE, MAX_TABLE_CHIPS, SEATS, TIMER_SECONDS
 
 TimeoutPolicy = Literal["all_in_protection", "check_or_fold"]
+SIT_OUT_SECONDS: Final = (1, 86_400)   # R34: how long a seat may sit out before removal: 1 s .. 1 day
 
 
 class Stakes(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -46,6 +47,7 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     timeout_policy: TimeoutPolicy = "all_in_protection"   # R19
     auto_deal: bool = True               # online tables deal by themselves; live-dealer
                                          # tables (R28) wait for the console's DealStreet
+    sit_out_seconds: int = 600           # R34: sat out longer, a player is removed and cashed out
 
     @property
     def seat_count(self) -> int:
@@ -97,6 +99,7 @@ def validate(config: TableConfig) -> None:
     _bounded(TOO_MANY_SEATS, "seats", config.seats, *SEATS)
     for name in ("action_seconds", "ante_seconds", "showdown_seconds"):
         _bounded(BAD_CONFIG, name, getattr(config, name), *TIMER_SECONDS)
+    _bounded(BAD_CONFIG, "sit_out_seconds", config.sit_out_seconds, *SIT_OUT_SECONDS)
 
 
 def _bounded(code: str, name: str, value: object, low: int, high: int) -> None:

@@ -31,6 +31,9 @@ from .config import TableConfig
 ActionName = Literal["bring_in", "complete", "fold", "check", "call", "bet", "raise"]
 TimeoutOutcome = Literal["fold", "check", "bring_in", "protected", "show"]
 EndedOn = Literal["showdown", "fold"]
+SitOutReason = Literal["own", "timed_out", "operator"]
+LeftReason = Literal["own", "removed", "sat_out_too_long", "table_closed"]
+PausePurpose = Literal["next_hand", "sit_out_limit"]
 
 
 class Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
@@ -61,16 +64,49 @@ class ChipsBought(Event, tag=True):
 
 
 class SitOutChanged(Event, tag=True):
+    """R34: ``reason`` says who sat him out (himself, his timed-out turn, an operator);
+    ``since_ms`` is when (the command's clock; 0 in events written before 2026-12: such
+    a sit-out counts as past any limit).  Sat out, he is dealt no hand."""
+
     seat: int
     sitting_out: bool
+    reason: SitOutReason = "own"
+    since_ms: int = 0
 
 
 class PlayerLeft(Event, tag=True):
-    """The seat is empty again; ``cashed_out`` chips left the table with the player."""
+    """The seat is empty again; ``cashed_out`` chips left the table with the player.
+    ``reason``: he left, an operator removed him, he sat out past the table's limit
+    (R34), or the table closed."""
 
     seat: int
     player: str
     cashed_out: int
+    reason: LeftReason = "own"
+
+
+class TableConfigured(Event, tag=True):
+    """An operator's new settings (the whole config): in force from the next hand, at
+    once when no hand is in play."""
+
+    config: TableConfig
+
+
+class TablePaused(Event, tag=True):
+    """An operator paused the table: no new hand starts; the hand in play finishes."""
+
+
+class TableResumed(Event, tag=True):
+    """The paused table deals again."""
+
+
+class TableClosing(Event, tag=True):
+    """An operator closed the table during a hand: it closes when the hand ends."""
+
+
+class TableClosed(Event, tag=True):
+    """Every seat is cashed out (their PlayerLeft came first); the table refuses every
+    command from now on (``table_closed``) and stays replayable."""
 
 
 class LeaveRequested(Event, tag=True):
@@ -212,12 +248,15 @@ class TurnStarted(Event, tag=True):
 
 class PauseStarted(Event, tag=True):
     """The pause before the next hand: it starts at ``deadline_ms`` (the table
-    service's ``pause_ms`` after the command that made it due).  ``turn`` names the
+    service's ``pause_ms`` after the command that made it due; R34: a table that cannot
+    deal only because of sat-out players pauses until the first of them passes the
+    table's limit, ``purpose="sit_out_limit"``).  ``turn`` names the
     pause like a turn: the timer's Timeout for it ends it (R20 as for any turn)."""
 
     turn: int
     deadline_ms: int
     pause_ms: int
+    purpose: PausePurpose = "next_hand"   # R34: "sit_out_limit" waits for a sit-out to pass the limit
 
 
 class PauseEnded(Event, tag=True):
@@ -305,6 +344,7 @@ TableEvent = Union[
     HandStarted, AntePosted, AnteSkipped, HandCancelled, AntesCollected, CardsDealt,
     LastCardsExposed, RoundStarted, TurnStarted, Acted, TimedOut, Announced, RoundEnded,
     ShowdownStarted, HandShown, HandMucked, PotAwarded, HandEnded, PauseStarted, PauseEnded,
+    TableConfigured, TablePaused, TableResumed, TableClosing, TableClosed,
 ]
 
 EVENT_TYPES: tuple[type[Event], ...] = TableEvent.__args__  # type: ignore[attr-defined]
