@@ -48,6 +48,7 @@ TOOLS: dict[str, str] = {
     "history": "studroom.services.cli.history",
     "disputes": "studroom.services.cli.disputes",
     "health": "studroom.services.cli.health",
+    "table": "studroom.services.cli.table",
 }
 
 # studroom bench <name>

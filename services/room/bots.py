@@ -15,9 +15,9 @@ from typing import Any, Final
 
 import msgspec
 from studroom.domain import errors
-from studroom.domain.commands import OpenTable
 
 from ..auth.authority import Authority
+from ..client import floor as floor_calls
 from ..client.cashier import CashierClient
 from ..client.messages import decode_event
 from ..client.table import TableClient
@@ -25,7 +25,7 @@ from ..players.bank import CashierBank
 from ..players.bot import Bot
 from ..players.stats import BAD_MESSAGE, BotStats
 from ..runtime.processes import process
-from ..wire import protocol, subjects
+from ..wire import subjects
 from .plans import TablePlan
 
 FLOOR: Final = "floor"          # the room's operator: opens tables, deposits the bots' bankrolls
@@ -33,24 +33,13 @@ SPECTATOR: Final = "public"     # the room's spectator identity: public events o
 BANKROLL_BUY_INS: Final = 100   # each start tops a bot's account up to this many of its buy-ins
 
 
-async def open_table(client: Any, plan: TablePlan, deadline: float) -> None:
-    """OpenTable, retried until the table service answers; ``already_open`` is fine."""
-    command = OpenTable(table_id=plan.table_id, config=plan.config)
-    last = "no answer"
-    while time.monotonic() < deadline:
-        try:
-            reply = await client.send(plan.table_id, command, timeout=2.0)
-        except Exception as e:  # noqa: BLE001 (no responders yet, timeout)
-            last = f"{type(e).__name__}: {e}"
-            await asyncio.sleep(0.25)
-            continue
-        if reply.ok or (reply.error and reply.error.code == errors.ALREADY_OPEN):
-            return
+async def open_table(floor: TableClient, plan: TablePlan, deadline: float) -> None:
+    """The floor opens the plan's table (``client.floor.open_table``, as ``studroom table
+    open`` does); a table already open (a reused one) is fine."""
+    reply = await floor_calls.open_table(floor, plan.table_id, plan.config, within=deadline - time.monotonic())
+    if not reply.ok and not (reply.error and reply.error.code == errors.ALREADY_OPEN):
         last = f"{reply.error.code}: {reply.error.message}" if reply.error else "refused"
-        if reply.error and reply.error.code not in (*protocol.RETRYABLE, protocol.UNKNOWN_TABLE):
-            break
-        await asyncio.sleep(0.25)
-    raise RuntimeError(f"could not open table {plan.table_id}: {last}")
+        raise RuntimeError(f"could not open table {plan.table_id}: {last}")
 
 
 async def fund_bankroll(floor: CashierClient, player: str, bankroll: int) -> None:
