@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 import msgspec
-from studroom.domain.config import Stakes
+from studroom.domain.config import Stakes, TableConfig
 
 
 class SeatRow(msgspec.Struct, omit_defaults=True):
@@ -61,7 +61,8 @@ class Player(msgspec.Struct, omit_defaults=True):
     timed_out: bool = False       # his last turn timed out (R19)
     said_en: str = ""             # the dealer's announcement of his up cards (R30, R31)
     said_de: str = ""
-    showed: str = ""              # what his shown cards make ("high / low")
+    showed: str = ""              # what his shown cards make ("high / low"), as the table says it
+    showed_de: str = ""           # the same in German
     won: int = 0                  # chips the pots gave him
 
 
@@ -106,6 +107,14 @@ class Figures(msgspec.Struct):
     timeouts_per_hour: int = 0
 
 
+# What the operators made of a table (their events: TablePaused, TableResumed,
+# TableClosing, TableClosed).
+OPEN: Final = "open"
+PAUSED: Final = "paused"          # deals no new hand; the current one finishes
+CLOSING: Final = "closing"        # closes when the hand in play ends
+CLOSED: Final = "closed"          # every seat cashed out; takes no command
+
+
 class LobbyEntry(msgspec.Struct, omit_defaults=True):
     table_id: str
     game: str
@@ -117,6 +126,9 @@ class LobbyEntry(msgspec.Struct, omit_defaults=True):
     players: list[SeatRow] = []   # by seat
     hand_no: int = 0              # the hand in play, else the last one started
     running: bool = False         # a hand is under way
+    state: str = OPEN             # see above
+    configured: TableConfig | None = None   # new settings, from the next hand on (TableConfigured)
+    served: bool = True           # in an answer: a table service holds the table (its partition's lease)
     hand: HandPicture | None = None
     hands: int = 0                # hands played to the end at this table
     timeouts: int = 0             # turns that timed out at this table

@@ -75,7 +75,7 @@ class Mirror:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), retry)
                 continue
-            stopper = asyncio.create_task(_stop_when(stop, watcher))
+            stopper = asyncio.create_task(stop_when(stop, watcher))
             try:
                 async for update in watcher:
                     if update is None:                # the bucket's values are all in
@@ -86,7 +86,8 @@ class Mirror:
                 stopper.cancel()
 
 
-async def _stop_when(stop: asyncio.Event, watcher: Any) -> None:
+async def stop_when(stop: asyncio.Event, watcher: Any) -> None:
+    """Stop ``watcher`` (a KV watch) when ``stop`` comes."""
     await stop.wait()
     await watcher.stop()
 

@@ -3,7 +3,9 @@ table's own view when the stream cannot bridge a gap.  Pure: no I/O, no clock (t
 time of an event is when JetStream stored it, handed in).
 
 Both the lobby service and ``studroom watch`` fold events with :func:`apply`, so a
-spectator's terminal and the lobby's bucket show the same thing.
+spectator's terminal and the lobby's bucket show the same thing.  The table's own
+events (seats, settings, the operators' states) are in :mod:`.table_events`, the
+hand's here; an event type neither knows changes only the entry's version.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from studroom.domain.events import (
     AntesCollected,
     AnteSkipped,
     CardsDealt,
-    ChipsBought,
     Event,
     HandCancelled,
     HandEnded,
@@ -27,26 +28,22 @@ from studroom.domain.events import (
     HandShown,
     HandStarted,
     LastCardsExposed,
-    LeaveRequested,
     PauseEnded,
     PauseStarted,
-    PlayerLeft,
-    PlayerSatDown,
     PotAwarded,
     RoundEnded,
     RoundStarted,
     ShowdownStarted,
-    SitOutChanged,
     TableOpened,
     TimedOut,
     TurnStarted,
 )
 from studroom.domain.games import GAMES
 from studroom.domain.views import PlayerInHand, TableView
+from studroom.projections.history.hand_names import high_name, low_name
 
 from .activity import count_hand, count_timeout, figures
 from .entry import (
-    LEFT,
     MUCK,
     NO_ANTE,
     SHOW,
@@ -58,6 +55,7 @@ from .entry import (
     in_hand,
     seat_row,
 )
+from .table_events import TABLE_EVENTS, opened, take_config
 
 FOURTH: Final = "4th"          # the street whose share of players the lobby shows
 BETS: Final = frozenset({"complete", "bet", "raise"})   # their amount is the round's total
@@ -71,11 +69,11 @@ def apply(entry: LobbyEntry | None, event: Event, version: int, seq: int, at_ms:
     """``entry`` with ``event`` (the table's ``version``, stored at ``seq`` of the public
     stream at ``at_ms``) applied: changed in place, or new for ``TableOpened``."""
     if isinstance(event, TableOpened):
-        entry = _opened(event)
+        entry = opened(event)
     elif entry is None:
         raise NotOpened(f"{type(event).__name__} (version {version}) before the table was opened")
     else:
-        _APPLY[type(event)](entry, event, at_ms)
+        _APPLY.get(type(event), _unknown)(entry, event, at_ms)
     _stamp(entry, version, seq, at_ms)
     return entry
 
@@ -83,7 +81,7 @@ def apply(entry: LobbyEntry | None, event: Event, version: int, seq: int, at_ms:
 def from_view(view: TableView, previous: LobbyEntry | None, seq: int, at_ms: int) -> LobbyEntry:
     """The entry of a table as its own ``view`` (``ViewTable``, as a service: no down
     card) shows it; the counts and the last hour kept from ``previous``."""
-    entry = _opened(TableOpened(table_id=view.table_id, config=view.config))
+    entry = opened(TableOpened(table_id=view.table_id, config=view.config))
     entry.players = [SeatRow(s.seat, s.player, s.stack, s.sitting_out) for s in view.seats]
     entry.hand_no = view.hand_no
     if view.hand is not None:
@@ -127,55 +125,12 @@ def _turn(e: TurnStarted) -> Turn:
                 options=list(e.options))
 
 
-# --- the table ------------------------------------------------------------------------
-
-
-def _opened(e: TableOpened) -> LobbyEntry:
-    c = e.config
-    return LobbyEntry(table_id=e.table_id, game=c.game, stakes=c.stakes, seats=c.seats, max_players=c.max_players,
-                      min_buy_in=c.min_buy_in, max_buy_in=c.buy_in_ceiling)
-
-
-def _sat_down(entry: LobbyEntry, e: PlayerSatDown, at_ms: int) -> None:
-    entry.players.append(SeatRow(e.seat, e.player))
-    entry.players.sort(key=lambda row: row.seat)
-
-
-def _bought(entry: LobbyEntry, e: ChipsBought, at_ms: int) -> None:
-    row = seat_row(entry, e.seat)
-    if row is not None:
-        row.stack += e.amount
-
-
-def _sit_out_changed(entry: LobbyEntry, e: SitOutChanged, at_ms: int) -> None:
-    row = seat_row(entry, e.seat)
-    if row is not None:
-        row.sitting_out = e.sitting_out
-
-
-def _left(entry: LobbyEntry, e: PlayerLeft, at_ms: int) -> None:
-    entry.players = [row for row in entry.players if row.seat != e.seat]
-
-
-def _leave_requested(entry: LobbyEntry, e: LeaveRequested, at_ms: int) -> None:
-    """He leaves when the hand ends; his hand is folded unless it is all-in or shown down."""
-    row = seat_row(entry, e.seat)
-    if row is not None:
-        row.leaving = True
-    hand = entry.hand
-    p = in_hand(entry, e.seat)
-    if p is not None and hand is not None:
-        p.action, p.amount = LEFT, 0
-        if not p.all_in and not hand.showdown:
-            p.folded = True
-            if hand.turn is not None and hand.turn.seat == e.seat:
-                hand.turn = None
-
-
 # --- a hand ---------------------------------------------------------------------------
 
 
 def _hand_started(entry: LobbyEntry, e: HandStarted, at_ms: int) -> None:
+    if entry.configured is not None:
+        take_config(entry, entry.configured)
     entry.hand_no, entry.running = e.hand_no, True
     entry.hand = HandPicture(hand_no=e.hand_no, button=e.button,
                              players=[Player(s.seat, s.player, s.stack) for s in e.seats])
@@ -323,8 +278,16 @@ def _shown(entry: LobbyEntry, e: HandShown, at_ms: int) -> None:
     if p is not None:
         p.shown, p.action, p.amount = list(e.cards), SHOW, 0
         p.showed = e.high if e.low is None else f"{e.high} / {e.low}"
+        p.showed_de = _german_showing(entry, e.cards) if e.high else ""
     if entry.hand is not None:
         entry.hand.turn = None
+
+
+def _german_showing(entry: LobbyEntry, cards: list[str]) -> str:
+    """What shown ``cards`` make (with the community card, R17), in German."""
+    own = cards + (entry.hand.community if entry.hand is not None else [])
+    high, low = high_name(own, "de"), low_name(own, "de") if GAMES[entry.game].hi_lo else None
+    return high if low is None else f"{high} / {low}"
 
 
 def _mucked(entry: LobbyEntry, e: HandMucked, at_ms: int) -> None:
@@ -366,12 +329,16 @@ def _pause(entry: LobbyEntry, e: PauseStarted | PauseEnded, at_ms: int) -> None:
     """The pause before the next hand: nothing the lobby shows."""
 
 
-_APPLY: Final[dict[type[Event], Callable[[LobbyEntry, Any, int], None]]] = {
-    PlayerSatDown: _sat_down, ChipsBought: _bought, SitOutChanged: _sit_out_changed, PlayerLeft: _left,
-    LeaveRequested: _leave_requested, HandStarted: _hand_started, AntePosted: _ante_posted,
-    AnteSkipped: _ante_skipped, HandCancelled: _hand_cancelled, AntesCollected: _antes_collected,
-    CardsDealt: _cards_dealt, LastCardsExposed: _last_cards_exposed, RoundStarted: _round_started,
-    TurnStarted: _turn_started, Acted: _acted, TimedOut: _timed_out, Announced: _announced,
-    RoundEnded: _round_ended, ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked,
-    PotAwarded: _pot_awarded, HandEnded: _hand_ended, PauseStarted: _pause, PauseEnded: _pause,
+def _unknown(entry: LobbyEntry, e: Event, at_ms: int) -> None:
+    """An event type the lobby shows nothing of (a newer domain's): only its version
+    counts, so the lobby keeps going."""
+
+
+_APPLY: Final[dict[type[Event], Callable[[LobbyEntry, Any, int], None]]] = TABLE_EVENTS | {
+    HandStarted: _hand_started, AntePosted: _ante_posted, AnteSkipped: _ante_skipped,
+    HandCancelled: _hand_cancelled, AntesCollected: _antes_collected, CardsDealt: _cards_dealt,
+    LastCardsExposed: _last_cards_exposed, RoundStarted: _round_started, TurnStarted: _turn_started,
+    Acted: _acted, TimedOut: _timed_out, Announced: _announced, RoundEnded: _round_ended,
+    ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked, PotAwarded: _pot_awarded,
+    HandEnded: _hand_ended, PauseStarted: _pause, PauseEnded: _pause,
 }

@@ -12,7 +12,7 @@ the answer) or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import msgspec
@@ -82,16 +82,24 @@ def _is_stakes(text: str) -> bool:
     return _STAKES.fullmatch(text) is not None
 
 
-def select(entries: Iterable[LobbyEntry], query: LobbyQuery, now_ms: int) -> list[LobbyEntry]:
-    """The entries that answer ``query``, by table id, their figures as of ``now_ms``;
-    in a list, without the running hand and the buckets behind the figures.  Raises
+def select(entries: Iterable[LobbyEntry], query: LobbyQuery, now_ms: int,
+           served: Callable[[str], bool] = lambda table_id: True) -> list[LobbyEntry]:
+    """The entries that answer ``query``, by table id; in a list, without the running
+    hand and the buckets behind the figures, so the figures are computed here.  A table
+    ``served`` (a table service holds it) has its figures as of ``now_ms``; one that is
+    not (a stopped room's, or whose service is down) keeps those of its last event: its
+    last hour of play, where as of now they would say only that it stopped.  Raises
     :class:`BadQuery` (``unknown_table``) for a table the lobby does not know."""
     chosen = sorted((e for e in entries if matches(e, query)), key=lambda e: e.table_id)
     if query.table is not None and not chosen:
         raise BadQuery(UNKNOWN_TABLE, f"the lobby knows no table {query.table}")
     full = query.table is not None
-    return [msgspec.structs.replace(e, figures=figures(e, now_ms), **({} if full else {"hand": None, "activity": []}))
-            for e in chosen]
+    return [_as_answered(e, served(e.table_id), now_ms, full) for e in chosen]
+
+
+def _as_answered(entry: LobbyEntry, served: bool, now_ms: int, full: bool) -> LobbyEntry:
+    return msgspec.structs.replace(entry, served=served, figures=figures(entry, now_ms) if served else entry.figures,
+                                   **({} if full else {"hand": None, "activity": []}))
 
 
 def matches(entry: LobbyEntry, query: LobbyQuery) -> bool:
@@ -100,10 +108,11 @@ def matches(entry: LobbyEntry, query: LobbyQuery) -> bool:
             and (query.stakes is None or stakes_label(entry.stakes) == query.stakes))
 
 
-def answer(entries: Iterable[LobbyEntry], data: bytes, now_ms: int) -> bytes:
+def answer(entries: Iterable[LobbyEntry], data: bytes, now_ms: int,
+           served: Callable[[str], bool] = lambda table_id: True) -> bytes:
     """The encoded answer to the request ``data``."""
     try:
-        result = LobbyAnswer(ok=True, tables=select(entries, decode_query(data), now_ms))
+        result = LobbyAnswer(ok=True, tables=select(entries, decode_query(data), now_ms, served))
     except BadQuery as e:
         result = LobbyAnswer(ok=False, error=ErrorBody(e.code, str(e)))
     return _encoder.encode(result)

@@ -6,7 +6,8 @@ answers on ``studroom.lobby.query.<role>.<name>``.
 A NATS client with the credentials of the service "lobby".  It pulls every public
 event from its own durable consumer (named after its instance id) and hands it to its
 table's lane (:mod:`.lanes`: in order, exactly once, compare-and-set); it watches the
-bucket (:mod:`.mirror`) and answers queries from it (:mod:`.queries`).  Several
+bucket (:mod:`.mirror`) and answers queries from it (:mod:`.queries`), each table
+marked served or not from the table services' leases (:mod:`.leases`).  Several
 instances may run, each with its own instance id: each event counts once, whichever
 writes it first, and each query is answered by one of them.
 """
@@ -31,6 +32,7 @@ from studroom.services.wire.pull import PullLoop, stamp_ms
 
 from .jetstream import consumer_config, consumer_name, ensure_bucket
 from .lanes import Lanes, LaneStats, item_of
+from .leases import Leases
 from .mirror import Mirror
 from .queries import answer
 
@@ -77,6 +79,7 @@ class LobbyService:
         self.stats = stats if stats is not None else LobbyStats()
         self.client = TableClient(nc, "service", SENDER, retry_for=2.0)
         self.mirror = Mirror()
+        self.leases = Leases()
         self.kv: Any = None
         self.lanes: Lanes | None = None
         self.loop: PullLoop | None = None
@@ -100,6 +103,7 @@ class LobbyService:
             self.nc, subjects.PUBLIC_STREAM, consumer_name(self.instance_id), self._on_public,
             max_inflight=self.max_inflight, recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, config))
         mirror = asyncio.create_task(self.mirror.follow(self.kv, stop))
+        leases = asyncio.create_task(self.leases.follow(self.js, stop))
         sub = None
         try:
             if await _first(self.mirror.ready.wait(), stop):
@@ -110,10 +114,11 @@ class LobbyService:
                 await sub.unsubscribe()
             await self.loop.drain()
             await self.lanes.drain()
-            if not stop.is_set():
-                mirror.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await mirror
+            for task in (mirror, leases):
+                if not stop.is_set():
+                    task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     def reconnected(self) -> None:
         """After a reconnect: the open pull requests are lost, ask again."""
@@ -134,7 +139,7 @@ class LobbyService:
         if await self.door.enter(msg) is None:      # not the asker's own inbox, or beyond his quota
             return
         self.stats.queries += 1
-        await msg.respond(answer(self.mirror.entries(), msg.data, now_ms()))
+        await msg.respond(answer(self.mirror.entries(), msg.data, now_ms(), self.leases.served))
 
     async def _view_of(self, table_id: str) -> TableView:
         return await self.client.view(table_id)

@@ -27,6 +27,7 @@ from .rendering import lobby_text, table_text
 CLEAR: Final = "\x1b[H\x1b[2J"      # cursor home, clear the screen
 TICK: Final = 0.5                   # seconds between redraws (the countdowns)
 BEHIND_FOR: Final = 1.0             # events beyond a gap this long: ask the lobby again
+REFRESH: Final = 10.0               # seconds between the lobby's answers in ``studroom lobby --watch``
 NOBODY: Final = ("spectator", "public")   # who asks on a server without identities
 
 
@@ -69,24 +70,63 @@ class Screen:
         self.out.flush()
 
 
+class LobbyPicture:
+    """The tables of a query, from the lobby's answers and its bucket's writes.  A write
+    carries the table's figures as of its event and no word of its service; an answer
+    carries both as of the moment asked: the newer picture of a table wins, and an
+    answer's word on the service stays until the next answer."""
+
+    def __init__(self, query: LobbyQuery) -> None:
+        self.query = query
+        self.tables: dict[str, LobbyEntry] = {}
+
+    def answered(self, entries: list[LobbyEntry]) -> None:
+        for entry in entries:
+            known = self.tables.get(entry.table_id)
+            if known is None or entry.version >= known.version:
+                self.tables[entry.table_id] = entry
+            else:
+                known.served = entry.served
+
+    def written(self, table_id: str, entry: LobbyEntry | None) -> None:
+        """A write of the bucket (None: the table's value deleted)."""
+        known = self.tables.get(table_id)
+        if entry is None:
+            self.tables.pop(table_id, None)
+        elif matches(entry, self.query) and (known is None or entry.version > known.version):
+            entry.served = known.served if known is not None else True
+            self.tables[table_id] = entry
+
+    def text(self) -> str:
+        return lobby_text(list(self.tables.values()))
+
+
 async def watch_lobby(nc: Any, query: LobbyQuery, screen: Screen, stop: asyncio.Event) -> None:
-    """The lobby's tables, redrawn as its bucket is written, until ``stop``."""
-    tables = {e.table_id: e for e in await ask(nc, query)}
+    """The lobby's tables, redrawn as its bucket is written, until ``stop``; asked again
+    every ``REFRESH`` seconds, so that the figures of tables where nothing happens slide
+    with the hour and a service's stop shows."""
+    picture = LobbyPicture(query)
+    picture.answered(await ask(nc, query))
 
     async def written(msg: Any) -> None:
         table_id = msg.subject.rsplit(".", 1)[-1]
         if msg.headers and msg.headers.get("KV-Operation"):
-            tables.pop(table_id, None)
+            picture.written(table_id, None)
             return
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-            entry = decode(msg.data)
-            known = tables.get(table_id)
-            if matches(entry, query) and (known is None or entry.version > known.version):
-                tables[table_id] = entry
+            picture.written(table_id, decode(msg.data))
+
+    asked = time.monotonic()
+
+    async def refresh() -> None:
+        nonlocal asked
+        if time.monotonic() - asked >= REFRESH:
+            asked = time.monotonic()
+            picture.answered(await ask(nc, query))
 
     sub = await nc.subscribe(subjects.lobby_changes(LOBBY_BUCKET), cb=written)
     try:
-        await _redraw(lambda: lobby_text(list(tables.values()), now_ms()), screen, stop)
+        await _redraw(picture.text, screen, stop, refresh)
     finally:
         await sub.unsubscribe()
 

@@ -47,33 +47,51 @@ def _add_for(parser: argparse.ArgumentParser) -> None:
 
 
 def _lobby(args: argparse.Namespace) -> int:
-    from studroom.projections.lobby.mirror import read_all
-    from studroom.projections.lobby.queries import LobbyQuery, select
+    from studroom.projections.lobby.queries import LobbyQuery
     from studroom.projections.lobby.rendering import lobby_text
-    from studroom.projections.lobby.watching import Screen, ask, now_ms, watch_lobby
+    from studroom.projections.lobby.watching import Screen, ask, watch_lobby
 
     query = LobbyQuery(game=args.game, stakes=args.stakes)
     screen = Screen(sys.stdout)
 
     async def show(room: Room, stop: asyncio.Event) -> None:
         if room.stopped:
-            entries = select(await read_all(room.nc), query, now_ms())
-            screen.show(lobby_text(entries, now_ms()))
+            screen.show(lobby_text(await _stopped_tables(room, query)))
         elif args.watch:
             await watch_lobby(room.nc, query, screen, stop)
         else:
-            screen.show(lobby_text(await ask(room.nc, query), now_ms()))
+            screen.show(lobby_text(await ask(room.nc, query)))
 
     return _run(show, args.seconds)
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from studroom.projections.lobby.watching import Screen, watch_table
+    from studroom.projections.lobby.queries import LobbyQuery
+    from studroom.projections.lobby.rendering import table_text
+    from studroom.projections.lobby.watching import Screen, now_ms, watch_table
 
     async def show(room: Room, stop: asyncio.Event) -> None:
-        await watch_table(room.nc, args.table, args.lang, Screen(sys.stdout), stop)
+        if room.stopped:
+            entry, = await _stopped_tables(room, LobbyQuery(table=args.table))
+            Screen(sys.stdout).show(table_text(entry, now_ms(), args.lang))
+        else:
+            await watch_table(room.nc, args.table, args.lang, Screen(sys.stdout), stop)
 
     return _run(show, args.seconds)
+
+
+async def _stopped_tables(room: Room, query: Any) -> list[Any]:
+    """A stopped room's tables as the lobby's bucket keeps them, answered as the lobby
+    would answer with no table service running: each stopped, its figures those of its
+    last hour of play."""
+    from studroom.projections.lobby.mirror import read_all
+    from studroom.projections.lobby.queries import BadQuery, select
+    from studroom.projections.lobby.watching import LobbyUnavailable, now_ms
+
+    try:
+        return select(await read_all(room.nc), query, now_ms(), served=lambda table_id: False)
+    except BadQuery as e:
+        raise LobbyUnavailable(f"{e.code}: {e}") from None
 
 
 @dataclass

@@ -15,17 +15,29 @@ from studroom.domain.commands import (
     StartHand,
     Timeout,
 )
-from studroom.domain.config import TableConfig
+from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.deck import SEED_BYTES
-from studroom.domain.events import Event
+from studroom.domain.events import (
+    Event,
+    HandStarted,
+    SitOutChanged,
+    TableClosed,
+    TableClosing,
+    TableConfigured,
+    TablePaused,
+    TableResumed,
+)
 from studroom.domain.simulate import STAKES, new_table
 from studroom.domain.table import Table
 from studroom.projections.lobby.activity import figures
 from studroom.projections.lobby.entry import LobbyEntry
+from studroom.projections.lobby.queries import LobbyQuery, select, stakes_label
 from studroom.projections.lobby.rendering import (
     DOWN_CARD,
     LOBBY_HEADER,
+    WORDS,
     lobby_text,
+    state_text,
     table_text,
 )
 from studroom.projections.lobby.watching import Follower
@@ -52,7 +64,7 @@ def test_one_table_as_a_spectator_sees_it_with_the_turn_s_countdown() -> None:
     deadline = entry.hand.turn.deadline_ms
     text = table_text(entry, deadline - 3_400)
     title, header, *rows = text.splitlines()
-    assert title.startswith("t · Seven Card Stud · 20/40 (ante 5, bring-in 10) · hand #1 · ")
+    assert title.startswith("t · Seven Card Stud · 20/40 (ante 5, bring-in 10) · playing · hand #1 · ")
     assert f"pot {entry.hand.pot:,}" in title and "street" in title
     assert header.split()[:3] == ["seat", "player", "stack"]
     for p in entry.hand.players:
@@ -91,21 +103,90 @@ def test_a_finished_hand_and_a_cancelled_one_say_so() -> None:
     assert cancelled.splitlines()[-2:] == ["keine Hand: zu wenige Antes", "wartet auf die nächste Hand"]
 
 
-def test_the_lobby_as_a_text_table() -> None:
+def two_tables() -> list[LobbyEntry]:
     entries: list[LobbyEntry] = []
     for i, game in enumerate(("five_card_stud", "seven_card_stud")):
-        entry = entry_of(played(game, players=3, hands=2, seed=i))
+        entry = entry_of(played(game, players=3, hands=2, seed=i, timeouts=0.0))
         entry.table_id = f"t{i}"
         entries.append(entry)
-    text = lobby_text(entries, T0 + 10 * 60_000)
+    return entries
+
+
+def test_the_lobby_as_a_text_table() -> None:
+    entries = two_tables()
+    now = T0 + 10 * 60_000
+    text = lobby_text(select(entries, LobbyQuery(), now))
     lines = text.splitlines()
     assert lines[0].split()[:3] == list(LOBBY_HEADER[:3]) and lines[0].endswith("players")
     assert set(lines[1]) == {"─"}
     t0 = next(line for line in lines if line.startswith("t0 "))
     assert "Five Card Stud" in t0 and "20/40" in t0 and "200-4,000" in t0 and " 3/10 " in t0 and " #2 " in t0
-    assert f" {figures(entries[0], T0 + 10 * 60_000).hands_per_hour} " in t0
-    assert t0.endswith("2:p2 2,300") and "  0:p0 1,900  1:p1 " in t0
-    assert lobby_text([], T0) == "no tables"
+    assert " waiting " in t0
+    assert all(f"{row.seat}:{row.player} {row.stack:,}" in t0 for row in entries[0].players)
+    assert lobby_text([]) == "no tables"
+
+
+def test_the_figures_of_a_list_answer_are_printed_though_it_carries_no_buckets() -> None:
+    """Issue 18: the list answer leaves the hour's buckets out; the text used to compute
+    the figures again from them, and printed "-" and 0 on every plain `studroom lobby`."""
+    entries = two_tables()
+    now = T0 + 10 * 60_000
+    listed = select(entries, LobbyQuery(), now)
+    assert all(e.activity == [] for e in listed)
+    for entry in entries:
+        f = figures(entry, now)
+        assert f.hands_per_hour == 2 and f.average_pot is not None and f.fourth_street_pct is not None
+        row = next(line for line in lobby_text(listed).splitlines() if line.startswith(entry.table_id + " "))
+        assert [f"{f.average_pot:,}", "2", f"{f.fourth_street_pct}%", str(f.timeouts_per_hour)] == \
+            row.split()[9:13]
+
+
+def test_a_stopped_room_s_tables_say_stopped_with_the_figures_of_their_last_hour() -> None:
+    entries = two_tables()
+    day_later = T0 + 24 * 3_600_000
+    listed = select(entries, LobbyQuery(), day_later, served=lambda table_id: False)
+    assert [e.figures for e in listed] == [figures(e, e.updated_ms) for e in entries]
+    assert [e.figures for e in select(entries, LobbyQuery(), day_later)][0].hands_per_hour == 0
+    for row in lobby_text(listed).splitlines()[2:]:
+        assert row.split()[8:9] == ["stopped"] and row.split()[10] == "2"
+
+
+def test_a_table_s_state_from_the_operators_events() -> None:
+    events = played(hands=1)
+    paused = entry_of([*events, TablePaused()])
+    assert " · paused · " in table_text(paused, T0) and " pausiert " in table_text(paused, T0, "de")
+    assert state_text(entry_of([*events, TablePaused(), TableResumed()]), WORDS["en"]) == "waiting"
+    closing = entry_of([*events[:-3], TableClosing(), TableResumed()])      # mid-hand: stays closing
+    assert state_text(closing, WORDS["en"]) == "closing"
+    closed = entry_of([*events, TableClosing(), TableClosed()])
+    assert state_text(closed, WORDS["en"]) == "closed"
+    closed.served = False
+    assert state_text(closed, WORDS["en"]) == "closed"
+
+
+def test_new_stakes_from_the_next_hand_on_as_the_table_takes_them() -> None:
+    table, events = new_table("seven_card_stud", 3)
+    bigger = TableConfig(game="seven_card_stud", stakes=Stakes(small_bet=50, big_bet=100, ante=10))
+    between = entry_of([*events, TableConfigured(config=bigger)])
+    assert stakes_label(between.stakes) == "50/100" and between.configured is None
+    events += table.execute(StartHand(seed=bytes(SEED_BYTES).hex()))
+    during = entry_of([*events, TableConfigured(config=bigger)])
+    assert stakes_label(during.stakes) == "20/40" and "from the next hand: 50/100 (ante 10" in table_text(during, T0)
+    hand = entry_of([*events, TableConfigured(config=bigger), HandStarted(hand_no=2, button=0, seats=[], commitment="")])
+    assert stakes_label(hand.stakes) == "50/100" and hand.configured is None
+
+
+def test_seats_sat_out_by_the_table_and_an_event_the_lobby_does_not_show() -> None:
+    table, events = new_table("seven_card_stud", 3)
+    events += [SitOutChanged(seat=1, sitting_out=True, reason="timed_out", since_ms=T0)]
+    entry = entry_of([*events, Unheard(), Unheard()])
+    assert entry.version == len(events) + 2
+    assert "1:p1 2,000 (out)" in lobby_text(select([entry], LobbyQuery(), T0))
+    assert "setzt aus" in table_text(entry, T0, "de")
+
+
+class Unheard(Event, tag=True):
+    """An event type the lobby has no handler for."""
 
 
 def test_a_follower_applies_each_event_once_in_order_from_the_lobby_s_entry() -> None:
