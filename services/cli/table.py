@@ -200,13 +200,13 @@ async def _open(client: TableClient, args: argparse.Namespace) -> int:
 async def _list(client: TableClient, args: argparse.Namespace) -> int:
     from studroom.projections.lobby.queries import LobbyQuery
     from studroom.projections.lobby.rendering import lobby_text
-    from studroom.projections.lobby.watching import LobbyUnavailable, ask, now_ms
+    from studroom.projections.lobby.watching import LobbyUnavailable, ask
 
     try:
         entries = await ask(client.nc, LobbyQuery())
     except LobbyUnavailable as e:
         raise Refusal(str(e)) from None
-    print(lobby_text(entries, now_ms()))
+    print(lobby_text(entries))
     return 0
 
 
