@@ -110,9 +110,11 @@ class TableClosed(Event, tag=True):
 
 
 class LeaveRequested(Event, tag=True):
-    """A player left during a hand: his hand is folded, he is cashed out when it ends."""
+    """A player left (or was removed, ``reason``) during a hand: his hand is folded, he
+    is cashed out when it ends."""
 
     seat: int
+    reason: LeftReason = "own"
 
 
 # --- a hand ----------------------------------------------------------------------------

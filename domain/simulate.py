@@ -37,7 +37,7 @@ from .account import Account, AccountEvent
 from .authority import Sender
 from .cards import CARD_TEXT
 from .commands import (
-    Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, StartHand, Timeout,
+    Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, Show, SitDown, SitOut, StartHand, Timeout,
 )
 from .config import Rake, Stakes, TableConfig
 from .deck import SEED_BYTES
@@ -118,9 +118,16 @@ def new_table(game: str, players: int, stack: int = 2000, **config: object) -> t
     return table, events
 
 
+def sat_out(table: Table) -> list[int]:
+    """The seats sitting out: a simulated player whose turn timed out (R34) comes back
+    before the next hand (he sits in himself)."""
+    return [seat for seat, state in sorted(table.seats.items()) if state.sitting_out]
+
+
 def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> list[Event]:
     """Start a hand from a fresh seed and play it to the end with random legal moves."""
-    events = table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex()))
+    events = [e for seat in sat_out(table) for e in table.execute(SitOut(seat=seat, sitting_out=False))]
+    events += table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex()))
     turn = last_turn(events)
     while (hand := table.hand) is not None:
         assert turn is not None
@@ -259,6 +266,8 @@ class SimulatedTable:
         """Players leave, newcomers sit down and buy in, short stacks top up (now and
         then above the table's ceiling, R3: refused, refunded)."""
         seats = self.table.seats
+        for seat in sat_out(self.table):
+            self.run(SitOut(seat=seat, sitting_out=False), self.player(seat))
         for seat in sorted(seats):
             busted = seats[seat].stack == 0
             if self.rng.random() < LEAVE_BETWEEN_HANDS or busted and self.rng.random() < LEAVE_BUSTED:

@@ -9,8 +9,9 @@ table (event sourcing).
 
 The domain is pure: the clock (``now_ms``) and the deck seed come in with the commands.
 
-Rules R3-R5, R15, R18-R20, R28 and R34 as far as built (docs/rules.md); the rest in the
-modules it calls (betting, dealing, showdown, pots).
+Rules R3-R5, R15, R18-R20, R28 and R34 (docs/rules.md); the rest in the modules it calls
+(betting, dealing, showdown, pots).  The floor's commands (an operator's: configure,
+pause, resume, close a table, sit a player out, remove him) are here too.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from .buy_ins import SeatChips
 from .betting import bet_sizes, decide_action, next_to_act, options, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
-    Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, ScheduleHand, Show, SitDown, SitOut,
-    SkipAnte, StartHand, Timeout,
+    Act, BuyIn, CloseTable, Command, ConfigureTable, DealStreet, Leave, Muck, OpenTable, PauseTable, PostAnte,
+    RemovePlayer, ResumeTable, ScheduleHand, Show, SitDown, SitOut, SitOutPlayer, SkipAnte, StartHand, Timeout,
 )
 from .config import TableConfig, too_many_players, validate
 from .deck import MAX_ENTROPY_BYTES, CommittedDeck, ListedDeck, scripted_key, seed_hash
@@ -56,8 +57,10 @@ from .errors import (
     NOT_YOUR_TURN,
     SEAT_TAKEN,
     STALE_TIMEOUT,
+    TABLE_CLOSED,
     TABLE_NOT_OPEN,
     UNKNOWN_COMMAND,
+    UNKNOWN_PLAYER,
     UNKNOWN_SEAT,
     DomainError,
     quoted,
@@ -66,8 +69,9 @@ from .events import (
     Acted, ActionName, Announced, AntePosted, AnteSkipped, AntesCollected, CardProof, CardsDealt, ChipsBought,
     DealtCard,
     EndedOn, Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
-    LeaveRequested, PauseEnded, PauseStarted, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded, RoundStarted,
-    ShowdownStarted, SitOutChanged, TableOpened, TimedOut, TurnStarted,
+    LeaveRequested, LeftReason, PauseEnded, PauseStarted, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded,
+    RoundStarted, ShowdownStarted, SitOutChanged, SitOutReason, TableClosed, TableClosing, TableConfigured,
+    TableOpened, TablePaused, TableResumed, TimedOut, TurnStarted,
 )
 from .games import GAMES, Game
 from .hand import HandPlayer, HandState
@@ -82,7 +86,8 @@ MAX_PAUSE_MS: Final = 600_000   # the longest pause before a hand (ScheduleHand)
 
 
 class SeatState(Record):
-    FIELDS = ("player", "stack", "sitting_out", "auto_ante", "leaving")
+    FIELDS = ("player", "stack", "sitting_out", "auto_ante", "leaving", "out_since_ms", "out_reason",
+              "leave_reason")
     __slots__ = FIELDS
 
     def __init__(self, player: str, auto_ante: bool) -> None:
@@ -91,6 +96,9 @@ class SeatState(Record):
         self.sitting_out = False
         self.auto_ante = auto_ante
         self.leaving = False
+        self.out_since_ms = 0                 # R34: when he was sat out (while sitting_out)
+        self.out_reason: SitOutReason = "own"
+        self.leave_reason: LeftReason = "own"   # while leaving: why (his PlayerLeft says it)
 
     def _blank(self) -> SeatState:
         return SeatState(self.player, self.auto_ante)
@@ -114,6 +122,11 @@ class Table:
         self.last_turn: TurnStarted | None = None   # the hand's latest turn (views: its deadline)
         self.pause_turn: int | None = None   # the open pause before the next hand (its turn number)
         self.pause_served = False            # a pause ended since the last hand started
+        self.pause_for_sit_outs = False      # R34: the open pause waits for a sit-out to pass the limit
+        self.next_config: TableConfig | None = None   # an operator's settings for the next hand
+        self.paused = False                  # an operator paused the table: no new hand
+        self.closing = False                 # closed during a hand: closes when it ends
+        self.closed = False                  # every command is refused (table_closed)
         self._events: list[Event] = []
 
     # --- event sourcing ---------------------------------------------------------------
@@ -153,6 +166,7 @@ class Table:
         if handler is None:
             raise DomainError(UNKNOWN_COMMAND, f"no such command: {type(command).__name__}")
         command_id = self._admit(command, by)
+        self._refuse_if_closed(command)
         self._events = []
         snapshot = self._snapshot() if self._may_fail_midway(command) else None
         try:
@@ -179,6 +193,13 @@ class Table:
         authorize(command, by, holders, self.config is not None and not self.config.auto_deal)
         player = command.player if isinstance(command, BuyIn) and by.role == "service" else None
         return command_ids.next_id(self.last_command_ids, by, command.command_id, command.now_ms, player)
+
+    def _refuse_if_closed(self, command: Command) -> None:
+        """A closed table refuses everything; a closing one lets only its last hand
+        (and leaving) go on."""
+        if self.closed or (self.closing and isinstance(command, _REFUSED_WHILE_CLOSING)):
+            state = "closed" if self.closed else "closing"
+            raise DomainError(TABLE_CLOSED, f"table {self.table_id} is {state}")
 
     def _emit(self, event: Event) -> None:
         self.apply(event)
@@ -259,34 +280,101 @@ class Table:
         buy_ins.check(config, SeatChips(c.seat, seat.player, seat.stack, in_hand) if seat else None,
                       table_chips, c)
         self._emit(ChipsBought(seat=c.seat, amount=c.amount))
+        self._end_sit_out_pause()
 
     def _sit_out(self, c: SitOut) -> None:
-        seat = self._seat(c.seat)
-        if seat.sitting_out == c.sitting_out:
-            raise DomainError(NO_CHANGE, f"seat {c.seat} is already {'out' if c.sitting_out else 'in'}")
-        self._emit(SitOutChanged(seat=c.seat, sitting_out=c.sitting_out))
+        self._set_sitting_out(c, c.seat, c.sitting_out, "own")
+
+    def _sit_out_player(self, c: SitOutPlayer) -> None:
+        """R34: the floor sits a player out, as his own SitOut would."""
+        self._set_sitting_out(c, self._seat_of(c.player), True, "operator")
+
+    def _set_sitting_out(self, c: Command, seat_no: int, sitting_out: bool, reason: SitOutReason) -> None:
+        seat = self._seat(seat_no)
+        if seat.sitting_out == sitting_out:
+            raise DomainError(NO_CHANGE, f"seat {seat_no} is already {'out' if sitting_out else 'in'}")
+        self._emit(SitOutChanged(seat=seat_no, sitting_out=sitting_out, reason=reason,
+                                 since_ms=c.now_ms if sitting_out else 0))
+        self._end_sit_out_pause()
+
+    def _seat_of(self, player: str) -> int:
+        self._require_config()
+        seat = next((s for s, state in self.seats.items() if state.player == player), None)
+        if seat is None:
+            raise DomainError(UNKNOWN_PLAYER, f"no player {quoted(player)} sits at this table")
+        return seat
 
     def _leave(self, c: Leave) -> None:
+        self._leave_seat(c, c.seat, "own")
+
+    def _remove_player(self, c: RemovePlayer) -> None:
+        """R34: the floor removes a player, as his own Leave would (mid-hand: folded)."""
+        self._leave_seat(c, self._seat_of(c.player), "removed")
+
+    def _leave_seat(self, c: Command, seat_no: int, reason: LeftReason) -> None:
         """R3: leaving between hands cashes out at once; leaving during a hand folds it
         (an all-in hand stays in) and cashes out when the hand ends."""
-        seat = self._seat(c.seat)
+        seat = self._seat(seat_no)
         if seat.leaving:
-            raise DomainError(ALREADY_LEAVING, f"seat {c.seat} is already leaving")
+            raise DomainError(ALREADY_LEAVING, f"seat {seat_no} is already leaving")
         hand = self.hand
-        p = hand.players.get(c.seat) if hand else None
+        p = hand.players.get(seat_no) if hand else None
         if hand is None or p is None:
-            self._emit(PlayerLeft(seat=c.seat, player=seat.player, cashed_out=seat.stack))
+            self._emit(PlayerLeft(seat=seat_no, player=seat.player, cashed_out=seat.stack, reason=reason))
         elif hand.phase == "ante" and not p.posted:
-            self._emit(AnteSkipped(seat=c.seat))
-            self._emit(PlayerLeft(seat=c.seat, player=seat.player, cashed_out=p.stack))
+            self._emit(AnteSkipped(seat=seat_no))
+            self._emit(PlayerLeft(seat=seat_no, player=seat.player, cashed_out=p.stack, reason=reason))
             self._after_ante(c)
         else:
-            was_live, was_turn = p.live, hand.to_act == c.seat and hand.turn_kind == "act"
-            self._emit(LeaveRequested(seat=c.seat))
+            was_live, was_turn = p.live, hand.to_act == seat_no and hand.turn_kind == "act"
+            self._emit(LeaveRequested(seat=seat_no, reason=reason))
             if hand.phase == "ante":
                 self._after_ante(c)
             elif was_live and p.folded:
-                self._after_fold(c, c.seat, was_turn)
+                self._after_fold(c, seat_no, was_turn)
+
+    # --- commands: the floor (an operator's; authority.py) -----------------------------
+
+    def _configure(self, c: ConfigureTable) -> None:
+        """New settings, validated as OpenTable's; in force from the next hand (at once
+        between hands).  The game, the seats and live dealing stay as opened: another
+        game is another table (a decision: seats and hands would not fit it)."""
+        config = self._require_config()
+        validate(c.config)
+        fixed = [name for name in ("game", "seats", "auto_deal") if getattr(c.config, name) != getattr(config, name)]
+        if fixed:
+            raise DomainError(BAD_CONFIG, f"{', '.join(fixed)} cannot change: open another table")
+        if c.config == (self.next_config or config):
+            raise DomainError(NO_CHANGE, "the table has these settings already")
+        self._emit(TableConfigured(config=c.config))
+
+    def _pause_table(self, c: PauseTable) -> None:
+        self._require_config()
+        if self.paused:
+            raise DomainError(NO_CHANGE, "the table is paused already")
+        self._emit(TablePaused())
+
+    def _resume_table(self, c: ResumeTable) -> None:
+        self._require_config()
+        if not self.paused:
+            raise DomainError(NO_CHANGE, "the table is not paused")
+        self._emit(TableResumed())
+
+    def _close_table(self, c: CloseTable) -> None:
+        """Between hands: every seat cashed out and closed at once; during a hand: when
+        it ends (``_emit_departures``)."""
+        self._require_config()
+        if self.closing:
+            raise DomainError(NO_CHANGE, "the table closes when its hand ends")
+        if self.hand is not None:
+            self._emit(TableClosing())
+        else:
+            self._close_now()
+
+    def _close_now(self) -> None:
+        for seat, state in sorted(self.seats.items()):
+            self._emit(PlayerLeft(seat=seat, player=state.player, cashed_out=state.stack, reason="table_closed"))
+        self._emit(TableClosed())
 
     # --- commands: a hand -------------------------------------------------------------
 
@@ -297,27 +385,69 @@ class Table:
 
     def next_hand_due(self) -> bool:
         """Is the next hand due (R5)? An online table (``auto_deal``) with no hand under
-        way, no pause open and at least MIN_PLAYERS ready seats: its service sends the
-        StartHand, or first a ScheduleHand if it pauses between hands and no pause
-        ended since the last hand (``pause_served``); a live dealer's table waits for
-        the dealer."""
+        way, no pause open, not paused or closed by the floor, and at least MIN_PLAYERS
+        ready seats: its service sends the StartHand, or first a ScheduleHand if it
+        pauses between hands and no pause ended since the last hand (``pause_served``);
+        a live dealer's table waits for the dealer."""
+        return self._idle() and len(self.ready_seats()) >= MIN_PLAYERS
+
+    def next_pause_due(self) -> bool:
+        """R34: is a pause for sat-out players due?  An idle online table that deals no
+        hand while someone sits out: its service sends a ScheduleHand, and the table
+        makes the pause last until the first sat-out seat passes the table's limit
+        (``sit_out_seconds``); the timer's Timeout for it removes every seat past the
+        limit.  The table has no clock of its own: so it keeps ONE timer, the pause's
+        (docs/design/timer.md); a hand that becomes possible ends the pause at once."""
+        return self._idle() and len(self.ready_seats()) < MIN_PLAYERS and any(
+            state.sitting_out for state in self.seats.values())
+
+    def _idle(self) -> bool:
+        """An online table, open for play, with no hand under way and no pause open."""
         config = self.config
-        if config is None or not config.auto_deal or self.hand is not None or self.pause_turn is not None:
-            return False
-        return len(self.ready_seats()) >= MIN_PLAYERS
+        return (config is not None and config.auto_deal and self.hand is None and self.pause_turn is None
+                and not self.paused and not self.closed)
 
     def _schedule_hand(self, c: ScheduleHand) -> None:
-        """Open the pause before the next hand: a turn of its own, ended by the timer."""
+        """Open the pause before the next hand: a turn of its own, ended by the timer.
+        R34: when no hand can be dealt only because players sit out, the pause the
+        table needs instead (``next_pause_due``; the service's ``pause_ms`` is not used)."""
         self._require_config()
         if self.hand is not None:
             raise DomainError(HAND_IN_PROGRESS, f"hand {self.hand_no} is still being played")
         if self.pause_turn is not None:
             raise DomainError(NO_CHANGE, f"the pause {self.pause_turn} is already open")
+        if self.next_pause_due():
+            self._open_sit_out_pause(c)
+            return
         if not self.next_hand_due():
             raise DomainError(NOT_ENOUGH_PLAYERS, "no hand is due: it needs two ready players at an online table (R5)")
         if not isinstance(c.pause_ms, int) or not 0 < c.pause_ms <= MAX_PAUSE_MS:
             raise DomainError(BAD_CONFIG, f"a pause is 1..{MAX_PAUSE_MS} ms, not {c.pause_ms}")
         self._emit(PauseStarted(turn=self.turn + 1, deadline_ms=c.now_ms + c.pause_ms, pause_ms=c.pause_ms))
+
+    def _open_sit_out_pause(self, c: ScheduleHand) -> None:
+        """R34: pause until the first sat-out seat passes the limit (1 ms if one has)."""
+        deadline = max(c.now_ms + 1, min(self._out_until(s) for s in self.seats.values() if s.sitting_out))
+        self._emit(PauseStarted(turn=self.turn + 1, deadline_ms=deadline, pause_ms=deadline - c.now_ms,
+                                purpose="sit_out_limit"))
+
+    def _out_until(self, seat: SeatState) -> int:
+        """R34: when a sat-out seat passes the table's limit and is removed."""
+        return seat.out_since_ms + self._require_config().sit_out_seconds * 1000
+
+    def _end_sit_out_pause(self) -> None:
+        """R34: a pause for sat-out players ends at once when a hand can be dealt after
+        all (a player sat in, chips came): the table deals without waiting for it."""
+        if self.pause_turn is not None and self.pause_for_sit_outs and len(self.ready_seats()) >= MIN_PLAYERS:
+            self._emit(PauseEnded(turn=self.pause_turn))
+
+    def _remove_absent(self, c: Command) -> None:
+        """R34: every seat sat out past the table's limit is removed and cashed out.
+        Between hands only: when a hand ends and when a pause ends."""
+        for seat, state in sorted(self.seats.items()):
+            if state.sitting_out and not state.leaving and self._out_until(state) <= c.now_ms:
+                self._emit(PlayerLeft(seat=seat, player=state.player, cashed_out=state.stack,
+                                      reason="sat_out_too_long"))
 
     def _start_hand(self, c: StartHand) -> None:
         config = self._require_config()
@@ -405,7 +535,7 @@ class Table:
         if len(posted) < 2:
             refunds = {p.seat: p.contributed for p in hand.players.values() if p.contributed}
             self._emit(HandCancelled(hand_no=hand.hand_no, reason="fewer than two antes (R5)", refunds=refunds))
-            self._emit_departures()
+            self._emit_departures(c)
             return
         deck = hand.committed       # R32: the entropy is in, the deck is fixed: commit to it
         self._emit(AntesCollected(seats=posted, deck_root=deck.root(), deck_size=deck.size()))
@@ -606,6 +736,7 @@ class Table:
             for s in hand.order:
                 if not hand.players[s].posted and not hand.players[s].folded:
                     self._emit(AnteSkipped(seat=s))
+                    self._sit_out_absent(c, s)
             self._close_antes(c)
             return
         seat = hand.to_act
@@ -613,6 +744,7 @@ class Table:
         p = hand.players[seat]
         if hand.turn_kind == "show":
             self._emit(TimedOut(turn=c.turn, seat=seat, outcome="show"))
+            self._sit_out_absent(c, seat)
             self._show_cards(p)
             self._next_showdown_turn(c)
             return
@@ -627,6 +759,7 @@ class Table:
         else:
             action = "fold"
         self._emit(TimedOut(turn=c.turn, seat=seat, outcome="protected" if action is None else action))
+        self._sit_out_absent(c, seat)
         if action is not None:
             self._emit(decide_action(hand, self._game(), config.stakes, p, action, None))
         self._after_action(c, seat)
@@ -638,6 +771,14 @@ class Table:
         if c.seat is not None:
             raise DomainError(NOT_YOUR_TURN, f"the pause {c.turn} belongs to no seat, not {c.seat}")
         self._emit(PauseEnded(turn=c.turn))
+        self._remove_absent(c)
+
+    def _sit_out_absent(self, c: Timeout, seat_no: int) -> None:
+        """R34: a player whose turn timed out (any turn: ante, act, show) is sat out
+        from the next hand on, until he sits in himself; this hand goes on as R19 says."""
+        seat = self.seats[seat_no]
+        if not seat.sitting_out and not seat.leaving:
+            self._emit(SitOutChanged(seat=seat_no, sitting_out=True, reason="timed_out", since_ms=c.now_ms))
 
     # --- the showdown -----------------------------------------------------------------
 
@@ -711,12 +852,18 @@ class Table:
             net={s: stacks[s] - hand.players[s].start_stack for s in stacks},
             rake=sum(a.rake for a in awards),
         ))
-        self._emit_departures()
+        self._emit_departures(c)
 
-    def _emit_departures(self) -> None:
+    def _emit_departures(self, c: Command) -> None:
+        """The hand is over: who left during it is cashed out, then who sat out past the
+        limit (R34); a closing table closes."""
         for seat, state in sorted(self.seats.items()):
             if state.leaving:
-                self._emit(PlayerLeft(seat=seat, player=state.player, cashed_out=state.stack))
+                self._emit(PlayerLeft(seat=seat, player=state.player, cashed_out=state.stack,
+                                      reason=state.leave_reason))
+        self._remove_absent(c)
+        if self.closing:
+            self._close_now()
 
     def _game(self) -> Game:
         assert self.game is not None
@@ -799,7 +946,8 @@ def _bought(t: Table, e: ChipsBought) -> None:
 
 
 def _sit_out_changed(t: Table, e: SitOutChanged) -> None:
-    t.seats[e.seat].sitting_out = e.sitting_out
+    seat = t.seats[e.seat]
+    seat.sitting_out, seat.out_since_ms, seat.out_reason = e.sitting_out, e.since_ms, e.reason
 
 
 def _left(t: Table, e: PlayerLeft) -> None:
@@ -807,7 +955,7 @@ def _left(t: Table, e: PlayerLeft) -> None:
 
 
 def _leave_requested(t: Table, e: LeaveRequested) -> None:
-    t.seats[e.seat].leaving = True
+    t.seats[e.seat].leaving, t.seats[e.seat].leave_reason = True, e.reason
     hand = t.hand
     p = hand.players.get(e.seat) if hand else None
     if hand is None or p is None:
@@ -853,6 +1001,7 @@ def _ante_skipped(t: Table, e: AnteSkipped) -> None:
 
 def _hand_cancelled(t: Table, e: HandCancelled) -> None:
     t.hand, t.last_turn = None, None
+    _next_config_in_force(t)
 
 
 def _antes_collected(t: Table, e: AntesCollected) -> None:
@@ -1009,20 +1158,51 @@ def _hand_ended(t: Table, e: HandEnded) -> None:
         if seat in t.seats:
             t.seats[seat].stack = stack
     t.hand_no, t.hand, t.last_turn = e.hand_no, None, None
+    _next_config_in_force(t)
+
+
+def _next_config_in_force(t: Table) -> None:
+    """The floor's settings given during the hand hold from now on (TableConfigured)."""
+    if t.next_config is not None:
+        t.config, t.next_config = t.next_config, None
 
 
 def _pause_started(t: Table, e: PauseStarted) -> None:
     t.turn = t.pause_turn = e.turn
+    t.pause_for_sit_outs = e.purpose == "sit_out_limit"
 
 
 def _pause_ended(t: Table, e: PauseEnded) -> None:
-    t.pause_turn, t.pause_served = None, True
+    t.pause_turn, t.pause_served, t.pause_for_sit_outs = None, True, False
+
+
+def _configured(t: Table, e: TableConfigured) -> None:
+    if t.hand is None:
+        t.config = e.config
+    else:
+        t.next_config = e.config
+
+
+def _paused(t: Table, e: TablePaused) -> None:
+    t.paused = True
+
+
+def _resumed(t: Table, e: TableResumed) -> None:
+    t.paused = False
+
+
+def _closing(t: Table, e: TableClosing) -> None:
+    t.closing = True
+
+
+def _closed(t: Table, e: TableClosed) -> None:
+    t.closed, t.closing, t.pause_turn, t.pause_for_sit_outs = True, False, None, False
 
 
 # the attributes that make up a table's state (``state()``, snapshots)
 _STATE: Final = (
     "table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version", "last_command_ids",
-    "last_turn", "pause_turn", "pause_served",
+    "last_turn", "pause_turn", "pause_served", "pause_for_sit_outs", "next_config", "paused", "closing", "closed",
 )
 
 _APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {
@@ -1034,6 +1214,8 @@ _APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {
     Acted: _acted, TimedOut: _timed_out, Announced: _nothing, RoundEnded: _round_ended,
     ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked,
     PotAwarded: _nothing, HandEnded: _hand_ended, PauseStarted: _pause_started, PauseEnded: _pause_ended,
+    TableConfigured: _configured, TablePaused: _paused, TableResumed: _resumed, TableClosing: _closing,
+    TableClosed: _closed,
 }
 
 _HANDLERS: Final[dict[type[Command], Callable[[Table, Any], None]]] = {
@@ -1042,4 +1224,9 @@ _HANDLERS: Final[dict[type[Command], Callable[[Table, Any], None]]] = {
     PostAnte: Table._post_ante,
     SkipAnte: Table._skip_ante, DealStreet: Table._deal_street_command, Act: Table._act,
     Timeout: Table._timeout, Show: Table._show, Muck: Table._muck,
+    ConfigureTable: Table._configure, PauseTable: Table._pause_table, ResumeTable: Table._resume_table,
+    CloseTable: Table._close_table, SitOutPlayer: Table._sit_out_player, RemovePlayer: Table._remove_player,
 }
+
+# what a closing table refuses (table_closed): its last hand and leaving go on
+_REFUSED_WHILE_CLOSING: Final = (SitDown, BuyIn, ConfigureTable, PauseTable, ResumeTable, ScheduleHand, StartHand)

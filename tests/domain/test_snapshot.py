@@ -18,6 +18,7 @@ from studroom.domain.commands import (
     PostAnte,
     Show,
     SitDown,
+    SitOut,
     StartHand,
     Timeout,
 )
@@ -26,7 +27,7 @@ from studroom.domain.deck import CommittedDeck, ListedDeck
 from studroom.domain.errors import MUST_SHOW, DomainError
 from studroom.domain.games import GAMES
 from studroom.domain.hand import HandPlayer, HandState
-from studroom.domain.simulate import STAKES, choose, new_table, top_up
+from studroom.domain.simulate import STAKES, choose, new_table, sat_out, top_up
 from studroom.domain.table import _STATE, SeatState, Table
 
 GAME_SEATS = st.sampled_from(list(GAMES)).flatmap(
@@ -40,6 +41,7 @@ def _history(game: str, seats: int, seed: int, hands: int) -> list[list]:
     table, opening = new_table(game, seats, stack=300)
     commands = [opening]
     for _ in range(hands):
+        commands += [table.execute(SitOut(seat=seat, sitting_out=False)) for seat in sat_out(table)]   # R34
         commands.append(table.execute(StartHand(seed=rng.randbytes(32).hex())))
         commands += _play_on(table, rng, 10_000)
         commands.append(top_up(table, 300))
