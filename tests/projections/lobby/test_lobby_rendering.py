@@ -19,6 +19,7 @@ from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.events import (
     Event,
+    HandShown,
     HandStarted,
     SitOutChanged,
     TableClosed,
@@ -85,6 +86,28 @@ def test_the_dealer_speaks_english_or_german_and_the_labels_follow() -> None:
     assert "6th street" in english and "6. Straße" in german and "Platz" in german and "Spieler" in german
     assert f"dealer: {said[0].player}: {said[0].said_en}" in english
     assert f"Geber: {said[0].player}: {said[0].said_de}" in german
+
+
+def test_watch_in_german_is_wholly_german_numbers_options_and_the_shown_hands() -> None:
+    """Issue 18: `watch --lang de` printed "Pot 1,085" and "(fold, call, raise)"."""
+    entry = entry_of(mid_hand(street=1))
+    assert entry.hand is not None and entry.hand.turn is not None
+    entry.hand.pot, entry.hand.players[0].stack = 1_085, 12_345
+    german = table_text(entry, T0, "de")
+    assert "Pot 1.085" in german and "12.345" in german and "1,085" not in german and "12,345" not in german
+    options = {"fold": "passen", "call": "mitgehen", "raise": "erhöhen", "complete": "ergänzen", "check": "checken",
+               "bet": "setzen", "bring_in": "einbringen"}
+    turn_line = german.splitlines()[-1]
+    assert turn_line.startswith("am Zug: Platz ")
+    assert turn_line.split("(")[1].split(")")[0] == ", ".join(options[o] for o in entry.hand.turn.options)
+    assert "pot 1,085" in table_text(entry, T0, "en")
+    hands = (played(hands=1, seed=seed, timeouts=0.0) for seed in range(40))
+    shown = entry_of(next(events for events in hands if any(isinstance(e, HandShown) for e in events)))
+    assert shown.hand is not None
+    showed = [p for p in shown.hand.players if p.showed]
+    assert showed and all(p.showed_de and p.showed_de != p.showed for p in showed)
+    english, german = table_text(shown, T0, "en"), table_text(shown, T0, "de")
+    assert all(p.showed in english and p.showed_de in german and p.showed not in german for p in showed)
 
 
 def test_a_finished_hand_and_a_cancelled_one_say_so() -> None:
