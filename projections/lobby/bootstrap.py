@@ -20,6 +20,7 @@ from studroom.services.runtime.arguments import MAX_REPLICAS, int_range, name
 from studroom.services.runtime.observability.logs import fields
 from studroom.services.runtime.observability.metrics import log_fields
 from studroom.services.runtime.settings import Settings
+from studroom.services.wire.subjects import LEASE_BUCKET
 
 if TYPE_CHECKING:
     from .service import LobbyService, LobbyStats
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "needs its own (default: the host name)")
     parser.add_argument("--replicas", type=int_range(1, MAX_REPLICAS), default=1,
                         help="replicas of the lobby's bucket when created (production: 3)")
+    parser.add_argument("--lease-bucket", default=LEASE_BUCKET, help=argparse.SUPPRESS)   # the table services'
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
@@ -48,20 +50,23 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     observer.add(lobby_metrics(stats))
     observer.poll(lobby_lag(observer, instance_id))
     await serve_lobby(settings, instance_id=instance_id, replicas=args.replicas, stop=stop, stats=stats,
-                      on_ready=lambda service: observer.responder(service.door))
+                      lease_bucket=args.lease_bucket, on_ready=lambda service: observer.responder(service.door))
 
 
 async def serve_lobby(settings: Settings, *, instance_id: str | None = None, replicas: int = 1,
                       stop: asyncio.Event | None = None, stats: LobbyStats | None = None,
+                      lease_bucket: str = LEASE_BUCKET,
                       on_ready: Callable[[LobbyService], object] | None = None) -> LobbyStats:
     """Run one lobby instance until ``stop`` is set (forever if None); its counters.
-    ``on_ready(service)`` is called once it is set up."""
+    ``on_ready(service)`` is called once it is set up.  ``lease_bucket``: the table
+    services' leases (tests and benchmarks give theirs a bucket of their own)."""
     from studroom.services.runtime.processes import process
     from studroom.services.runtime.processes.credentials import credentials, masked_url
     from studroom.services.runtime.processes.preflight import preflight
     from studroom.services.runtime.processes.starting import until_started
     from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 
+    from .leases import Leases
     from .metrics import lobby_metrics
     from .service import SENDER, LobbyService, LobbyStats, default_instance_id
 
@@ -84,7 +89,8 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
         door_nc = await process.connect_door(url, settings, SENDER, f"studroom-lobby-{instance_id}",
                                              reconnect_time_wait=0.25)
         opened.push_async_callback(process.drain, door_nc)
-        made = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats, door_nc=door_nc)
+        made = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats, door_nc=door_nc,
+                            leases=Leases(lease_bucket))
         return made if await made.setup(stop) else None
 
     async with contextlib.AsyncExitStack() as exits:

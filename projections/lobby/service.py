@@ -69,7 +69,8 @@ class LobbyService:
     """One instance: the pull loop, the lanes, the bucket's mirror, the query answers."""
 
     def __init__(self, nc: Any, *, instance_id: str | None = None, replicas: int = 1,
-                 max_inflight: int = 4096, stats: LobbyStats | None = None, door_nc: Any = None) -> None:
+                 max_inflight: int = 4096, stats: LobbyStats | None = None, door_nc: Any = None,
+                 leases: Leases | None = None) -> None:
         self.nc = nc
         self.door_nc = door_nc if door_nc is not None else nc     # queries in, answers out
         self.js = nc.jetstream()
@@ -79,7 +80,7 @@ class LobbyService:
         self.stats = stats if stats is not None else LobbyStats()
         self.client = TableClient(nc, "service", SENDER, retry_for=2.0)
         self.mirror = Mirror()
-        self.leases = Leases()
+        self.leases = leases if leases is not None else Leases()
         self.kv: Any = None
         self.lanes: Lanes | None = None
         self.loop: PullLoop | None = None

@@ -359,6 +359,9 @@ def test_lobby_and_watch_at_the_terminal_as_the_spectator(stack: Stack) -> None:
     assert watch.returncode == 0, watch.stderr
     assert "Platz" in watch.stdout and f"{ids[1]}-p0" in watch.stdout and "20/40" in watch.stdout
     assert missing.returncode == 1 and protocol.UNKNOWN_TABLE in missing.stderr
+    for table_id in TABLES:                     # played minutes ago: the figures of the hour, its service up
+        state, hands_per_hour = _state_and_hands_per_hour(lobby.stdout, table_id)
+        assert state in ("playing", "waiting") and hands_per_hour > 0, lobby.stdout
 
 
 @pytest.mark.timeout(90)
@@ -369,5 +372,14 @@ def test_the_lobby_of_a_stopped_room(stack: Stack) -> None:
     env[DATA_DIR_VAR] = str(stack.data_dir)
     lobby = _studroom("lobby", env=env)
     assert lobby.returncode == 0, lobby.stderr
-    for table_id in TABLES:
-        assert table_id in lobby.stdout
+    for table_id in TABLES:                     # issue 18: "live" and "-", 0 before
+        state, hands_per_hour = _state_and_hands_per_hour(lobby.stdout, table_id)
+        assert state == "stopped" and hands_per_hour > 0, lobby.stdout
+
+
+def _state_and_hands_per_hour(lobby: str, table_id: str) -> tuple[str, int]:
+    """A table's state and hands per hour in `studroom lobby`'s text (its row: ... #hand,
+    state, average pot, hands per hour ...; a table that played has an average pot)."""
+    cells = next(line for line in lobby.splitlines() if line.startswith(table_id + " ")).split()
+    hand = next(i for i, cell in enumerate(cells) if cell.startswith("#"))
+    return cells[hand + 1], int(cells[hand + 3].replace(",", ""))
