@@ -184,6 +184,8 @@ def test_R23_R33_the_lobby_shows_what_the_table_shows_a_spectator_and_never_a_hi
 def test_the_figures_count_the_last_hour_of_hands_pots_fourth_street_and_timeouts() -> None:
     feed = Feed("seven_card_stud", 4, random.Random(7))
     for _ in range(20):
+        for seat in [seat for seat, state in feed.table.seats.items() if state.sitting_out]:
+            feed.run(SitOut(seat=seat, sitting_out=False))          # back after a timeout sat him out (R34)
         play_hand(feed, timeouts=0.05)
     entry = feed.entry
     assert entry is not None
