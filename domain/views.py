@@ -19,14 +19,17 @@ the public facts only, plus the viewer's own down cards.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import msgspec
 
 from .cards import show, show_many
 from .config import TableConfig
-from .events import CardsDealt, DealtCard, Event, HandMucked, TurnStarted
+from .events import CardsDealt, DealtCard, Event, HandMucked, SitOutReason, TurnStarted
 from .hand import HandPlayer, HandState
-from .table import Table
+from .table import SeatState, Table
+
+TableState = Literal["open", "paused", "closing", "closed"]
 
 _DEFAULTS: dict[type, dict[str, Callable[[], object]]] = {}
 
@@ -102,6 +105,8 @@ class SeatView(msgspec.Struct, frozen=True):
     player: str
     stack: int                    # his chips (during a hand: as it began)
     sitting_out: bool
+    sitting_out_since_ms: int | None = None   # R34: when he was sat out (removed after the table's limit)
+    sit_out_reason: SitOutReason | None = None   # R34: "own", "timed_out" or "operator"
 
 
 class PlayerInHand(msgspec.Struct, frozen=True):
@@ -136,6 +141,8 @@ class TableView(msgspec.Struct, frozen=True):
     seat: int | None = None       # the viewer's seat
     hand: HandView | None = None
     turn: TurnStarted | None = None   # the open turn: whose, what he may do, until when
+    state: TableState = "open"    # the floor's: "paused" deals no new hand, "closing" ends with its hand
+    next_config: TableConfig | None = None   # the floor's settings for the next hand
 
 
 def seat_of(table: Table, player: str) -> int | None:
@@ -162,11 +169,27 @@ def table_view(table: Table, seat: int | None) -> TableView:
         version=table.version,
         hand_no=hand.hand_no if hand is not None else table.hand_no,
         button=hand.button if hand is not None else table.button,
-        seats=[SeatView(s, st.player, st.stack, st.sitting_out) for s, st in sorted(table.seats.items())],
+        seats=[_seat_view(s, st) for s, st in sorted(table.seats.items())],
         seat=seat,
         hand=None if hand is None else _hand_view(hand, seat),
         turn=open_turn,
+        state=_state(table),
+        next_config=table.next_config,
     )
+
+
+def _seat_view(seat: int, st: SeatState) -> SeatView:
+    if not st.sitting_out:
+        return SeatView(seat, st.player, st.stack, False)
+    return SeatView(seat, st.player, st.stack, True, st.out_since_ms, st.out_reason)
+
+
+def _state(table: Table) -> TableState:
+    if table.closed:
+        return "closed"
+    if table.closing:
+        return "closing"
+    return "paused" if table.paused else "open"
 
 
 def _hand_view(hand: HandState, viewer: int | None) -> HandView:
