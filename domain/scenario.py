@@ -16,7 +16,13 @@ Beyond the format docs/scenarios.md describes, two optional keys:
 and one more outcome: ``"ended_on": "cancelled"`` when fewer than two players posted
 their antes (R5: every ante goes back, nothing is dealt).
 
-Rules R5, R19, R28 (docs/rules.md).
+The floor's commands may come between the players' actions, each sent as the operator
+``floor`` (so his powers are checked, domain/authority.py): ``floor_pause``,
+``floor_resume``, ``floor_close`` (no seat), ``floor_sit_out`` and ``floor_remove``
+(the seat's player, by name, as the operator's CLI names him) and ``floor_configure``
+(``"stakes"``: the table's new stakes, for the next hand).  Not at the showdown.
+
+Rules R5, R19, R28, R34 (docs/rules.md).
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ from typing import Any, Literal, cast
 
 import msgspec
 
+from .authority import Sender
 from .commands import (
-    Act, Command, DealStreet, Muck, OpenTable, PostAnte, Show, SitDown, SkipAnte, StartHand, Timeout,
+    Act, CloseTable, Command, ConfigureTable, DealStreet, Muck, OpenTable, PauseTable, PostAnte, RemovePlayer,
+    ResumeTable, Show, SitDown, SitOutPlayer, SkipAnte, StartHand, Timeout,
 )
 from .config import Rake, Stakes, TableConfig, TimeoutPolicy
 from .errors import BAD_SCENARIO, BAD_SIZE, BAD_STAKES, ILLEGAL_ACTION, DomainError
@@ -52,9 +60,10 @@ class ScriptedSeat(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class ScriptedAction(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    seat: int
     action: str                    # checked as the script is played: its code and index
+    seat: int | None = None        # every action's but the floor's table-wide ones
     size: str | None = None
+    stakes: Stakes | None = None   # floor_configure's new stakes
 
 
 class LiveDealer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -116,6 +125,7 @@ class Output(msgspec.Struct, frozen=True, omit_defaults=True):
 
 BETTING = {"bring_in", "complete", "fold", "check", "call", "bet", "raise"}
 SHOWDOWN = {"show", "muck", "timeout"}
+FLOOR = Sender("operator", "floor")
 
 
 class ScriptError(Exception):
@@ -145,6 +155,13 @@ def _bad(message: str) -> ScriptError:
     return ScriptError(DomainError(BAD_SCENARIO, message), None)
 
 
+def _seat(a: ScriptedAction) -> int:
+    """The seat of a player's action (only the floor's table-wide ones have none)."""
+    if a.seat is None:
+        raise _bad(f"{a.action} needs a seat")
+    return a.seat
+
+
 def _config(s: Scenario) -> TableConfig:
     rake = s.rake or ScriptedRake()
     basis_points = Fraction(str(rake.percent)) * 100
@@ -170,7 +187,11 @@ class _Run:
                 self._showdown(i)
                 i = len(self.actions)
                 break
-            self._do(i, self._command(i))
+            floor = self._floor_command(i)
+            if floor is not None:
+                self._do(i, msgspec.structs.replace(floor, command_id=str(i + 1)), FLOOR)
+            else:
+                self._do(i, self._command(i))
             i += 1
             self._proceed()
         if i < len(self.actions):
@@ -182,9 +203,9 @@ class _Run:
 
     # --- driving the table ------------------------------------------------------------
 
-    def _do(self, index: int | None, command: Command) -> None:
+    def _do(self, index: int | None, command: Command, by: Sender | None = None) -> None:
         try:
-            self.events += self.table.execute(command)
+            self.events += self.table.execute(command, by)
         except DomainError as e:
             raise ScriptError(e, index) from None
 
@@ -217,7 +238,7 @@ class _Run:
         self._do(None, StartHand(deck=s.deck, seed=s.seed, button=s.button))
         outs = self._leading_ante_outs()
         for i, a in enumerate(outs):
-            self._do(i, SkipAnte(seat=a.seat))
+            self._do(i, SkipAnte(seat=_seat(a)))
         if self.table.hand is not None and self.table.hand.phase == "ante":
             for p in list(self.table.hand.players.values()):
                 if not p.posted and not p.folded:
@@ -236,9 +257,30 @@ class _Run:
             ))
             hand = self.table.hand
 
+    def _floor_command(self, i: int) -> Command | None:
+        """The operator's command an action names (None: a player's action)."""
+        a = self.actions[i]
+        if not a.action.startswith("floor_"):
+            return None
+        table_wide = {"floor_pause": PauseTable, "floor_resume": ResumeTable, "floor_close": CloseTable}
+        if a.action in table_wide:
+            return table_wide[a.action]()
+        if a.action == "floor_configure":
+            if a.stakes is None:
+                raise _bad(f"actions[{i}]: floor_configure needs stakes")
+            config = self.table.next_config or self.table.config
+            assert config is not None
+            return ConfigureTable(config=msgspec.structs.replace(config, stakes=a.stakes))
+        if a.action in ("floor_sit_out", "floor_remove"):
+            name = next((e.player for e in self.s.seats if e.seat == a.seat), None)
+            if name is None:
+                raise _bad(f"actions[{i}]: {a.action} needs the seat of a scripted player")
+            return SitOutPlayer(player=name) if a.action == "floor_sit_out" else RemovePlayer(player=name)
+        raise ScriptError(DomainError(ILLEGAL_ACTION, f"unknown action {a.action!r}"), i)
+
     def _command(self, i: int) -> Command:
         a = self.actions[i]
-        action, seat = a.action, a.seat
+        action, seat = a.action, _seat(a)
         if action in BETTING:
             size = a.size
             if size not in (None, "small", "big"):
@@ -259,9 +301,10 @@ class _Run:
             a = self.actions[i]
             if a.action not in SHOWDOWN:
                 raise ScriptError(DomainError(ILLEGAL_ACTION, "only show or muck at the showdown"), i)
-            if a.seat in decisions:
-                raise ScriptError(DomainError(ILLEGAL_ACTION, f"seat {a.seat} decided twice"), i)
-            decisions[a.seat] = (i, a.action)
+            decider = _seat(a)
+            if decider in decisions:
+                raise ScriptError(DomainError(ILLEGAL_ACTION, f"seat {decider} decided twice"), i)
+            decisions[decider] = (i, a.action)
         hand = self.table.hand
         while hand is not None and hand.phase == "showdown":
             seat = hand.to_act
