@@ -375,6 +375,8 @@ def test_the_lobby_of_a_stopped_room(stack: Stack) -> None:
     for table_id in TABLES:                     # issue 18: "live" and "-", 0 before
         state, hands_per_hour = _state_and_hands_per_hour(lobby.stdout, table_id)
         assert state == "stopped" and hands_per_hour > 0, lobby.stdout
+    watch = _studroom("watch", TABLES[0], "--lang", "de", env=env)
+    assert watch.returncode == 0 and " · gestoppt" in watch.stdout.splitlines()[0], watch.stderr
 
 
 def _state_and_hands_per_hour(lobby: str, table_id: str) -> tuple[str, int]:
