@@ -11,21 +11,29 @@ import json
 import random
 from typing import Any
 
+import msgspec
 import pytest
 from lobby_tables import T0
 from studroom.domain import views
 from studroom.domain.commands import (
     BuyIn,
+    CloseTable,
     Command,
+    ConfigureTable,
     Leave,
+    PauseTable,
     PostAnte,
+    RemovePlayer,
+    ResumeTable,
     ScheduleHand,
     Show,
     SitDown,
     SitOut,
+    SitOutPlayer,
     StartHand,
     Timeout,
 )
+from studroom.domain.config import Stakes
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.errors import DomainError
 from studroom.domain.events import (
@@ -40,8 +48,17 @@ from studroom.domain.events import (
 )
 from studroom.domain.simulate import choose, new_table
 from studroom.domain.table import Table
-from studroom.projections.lobby.entry import LobbyEntry, decode, encode
+from studroom.projections.lobby.entry import (
+    CLOSED,
+    CLOSING,
+    OPEN,
+    PAUSED,
+    LobbyEntry,
+    decode,
+    encode,
+)
 from studroom.projections.lobby.projection import apply, fourth_street, from_view
+from studroom.projections.lobby.queries import stakes_label
 
 STACK = 1_000
 
@@ -94,6 +111,7 @@ def seen(entry: LobbyEntry) -> dict[str, Any]:
     return {
         "seats": [(r.seat, r.player, r.stack, r.sitting_out) for r in entry.players],
         "hand_no": entry.hand_no,
+        "state": entry.state,
         "hand": None if hand is None else {
             "street": hand.street, "pot": hand.pot, "community": hand.community,
             "players": [(p.seat, p.player, p.stack, p.bet, p.up, p.down, p.shown, p.folded, p.all_in)
@@ -206,6 +224,27 @@ def test_the_figures_count_the_last_hour_of_hands_pots_fourth_street_and_timeout
     assert figures.fourth_street_pct == 100 * saw // dealt
     assert figures.timeouts_per_hour == entry.timeouts
     assert figures.seats_taken == 4 and figures.seats_free == 8 - 4
+
+
+def test_the_floor_s_commands_show_as_the_table_takes_them() -> None:
+    """Issue 18: paused, resumed, configured (from the next hand on), a player sat out and
+    one removed, closed mid-hand (closing, then closed with every seat gone); the entry
+    as the table shows it after every event (``check``)."""
+    feed = Feed("seven_card_stud", 4, random.Random(11))
+    assert feed.table.config is not None
+    bigger = msgspec.structs.replace(feed.table.config, stakes=Stakes(small_bet=50, big_bet=100, ante=10))
+    assert feed.run(PauseTable()) and feed.entry is not None and feed.entry.state == PAUSED
+    assert feed.run(ResumeTable()) and feed.entry.state == OPEN
+    play_hand(feed, timeouts=0.0)
+    assert feed.run(StartHand(seed=bytes(SEED_BYTES).hex()))
+    assert feed.run(ConfigureTable(config=bigger)) and stakes_label(feed.entry.stakes) == "20/40"
+    assert feed.run(SitOutPlayer(player="p1")) and feed.run(RemovePlayer(player="p2"))
+    assert feed.run(CloseTable()) and feed.entry.state == CLOSING
+    while feed.table.hand is not None:
+        turn = feed.table.last_turn
+        assert turn is not None
+        feed.run(Timeout(turn=turn.turn))
+    assert feed.entry.state == CLOSED and feed.entry.players == []
 
 
 def test_an_entry_survives_its_encoding_and_a_turn_is_whose_it_is() -> None:
