@@ -28,11 +28,22 @@ def bet_sizes(hand: HandState, game: Game, stakes: Stakes) -> tuple[int, ...]:
     return (stakes.small_bet,)
 
 
+def answerable(hand: HandState) -> bool:
+    """R15 (2026-12): a bet or raise needs an opponent who can still answer it; against
+    players who are all all-in, ``p`` (himself one of the actors) may only call or fold."""
+    return len(hand.actors()) > 1
+
+
+def reopened(hand: HandState, p: HandPlayer) -> bool:
+    """R16: no full bet or raise since ``p`` last acted left the betting closed to him."""
+    return p.acted_at is None or p.acted_at != hand.reopen
+
+
 def may_raise(hand: HandState, p: HandPlayer) -> bool:
-    """Betting is open to ``p``: under the cap (or heads-up) and reopened for him (R16)."""
+    """Betting is open to ``p``: someone can answer (R15), under the cap (or heads-up,
+    R14) and reopened for him (R16)."""
     under_cap = hand.raise_count < CAP or hand.heads_up()
-    reopened = p.acted_at is None or p.acted_at != hand.reopen
-    return under_cap and reopened
+    return answerable(hand) and under_cap and reopened(hand, p)
 
 
 def options(hand: HandState, p: HandPlayer) -> list[str]:
@@ -105,8 +116,8 @@ def decide_action(
 
 def _refusal(hand: HandState, p: HandPlayer, action: str, legal: list[str]) -> DomainError:
     """``cap_reached`` when only the cap (R14) stands in the way, else ``illegal_action``."""
-    reopened = p.acted_at is None or p.acted_at != hand.reopen
-    if action == "raise" and hand.raise_count >= CAP and reopened and not hand.bring_in_pending:
+    only_the_cap = answerable(hand) and reopened(hand, p) and not hand.bring_in_pending
+    if action == "raise" and hand.raise_count >= CAP and only_the_cap:
         return DomainError(CAP_REACHED, f"the betting is capped at a bet and {CAP - 1} raises (R14)")
     return DomainError(ILLEGAL_ACTION, f"seat {p.seat} may {', '.join(legal)}; not {action}")
 

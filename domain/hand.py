@@ -75,7 +75,7 @@ class HandState(Record):
         "community", "community_streets", "committed",
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
         "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
-        "first_round_over", "showdown_lead", "lead_is_aggressor", "showdown_order", "skip_last_round",
+        "first_round_over", "showdown_lead", "showdown_order", "skip_last_round",
         "to_act", "turn_kind", "turn_options", "_in_order", "_live", "_actors", "_clockwise",
     )
     __slots__ = FIELDS
@@ -108,7 +108,6 @@ class HandState(Record):
         self.round_acted = False
         self.first_round_over = False  # R27: no rake on a hand ending in the first round
         self.showdown_lead: int | None = None   # R21: who shows first
-        self.lead_is_aggressor = False
         self.showdown_order: list[int] = []
         self.skip_last_round = False   # R28: last cards mixed up
         self.to_act: int | None = None

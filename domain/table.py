@@ -788,8 +788,7 @@ class Table:
         if lead is None or not hand.players[lead].live:
             lead = first_to_act(hand, self._game())[0].seat
         self._emit(ShowdownStarted(order=showdown_order(hand, lead)))
-        if hand.lead_is_aggressor and lead == hand.showdown_lead:
-            self._show_cards(hand.players[lead])       # R22: the last aggressor must show
+        self._show_cards(hand.players[lead])   # R22 (2026-12): who shows first must show, aggressor or not
         self._next_showdown_turn(c)
 
     def _show_cards(self, p: HandPlayer) -> None:
@@ -1125,7 +1124,6 @@ def _round_ended(t: Table, e: RoundEnded) -> None:
         hand.changed()
     if hand.round_acted:                   # R21: remember who would show first
         hand.showdown_lead = hand.round_aggressor if hand.round_aggressor is not None else hand.round_first
-        hand.lead_is_aggressor = hand.round_aggressor is not None
     hand.phase, hand.to_act, hand.turn_kind = "deal", None, None
 
 
