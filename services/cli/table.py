@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Coroutine
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import IO, TYPE_CHECKING, Any, Final
 
@@ -42,7 +43,7 @@ from ..runtime.text import number, table
 from .operator import add_operator_argument, operator_connection
 
 if TYPE_CHECKING:
-    from studroom.domain.views import TableView
+    from studroom.domain.views import SeatView, TableView
 
     from ..client.table import TableClient
 
@@ -278,10 +279,22 @@ def settings_text(config: TableConfig) -> str:
 
 
 def print_view(view: TableView, out: IO[str] = sys.stdout) -> None:
-    """The table's settings, its state and its seats."""
-    state = f"hand {view.hand_no} in play" if view.hand is not None else (
+    """The table's settings (and those of its next hand), its state and its seats."""
+    hand = f"hand {view.hand_no} in play" if view.hand is not None else (
         f"between hands, {view.hand_no} played" if view.hand_no else "no hand yet")
     print(f"{view.table_id}: {settings_text(view.config)}", file=out)
-    print(f"{view.table_id}: {state} (version {number(view.version)})", file=out)
-    rows = [[s.seat, s.player, s.stack, "sitting out" if s.sitting_out else "in"] for s in view.seats]
+    if view.next_config is not None:
+        print(f"{view.table_id}: from the next hand {settings_text(view.next_config)}", file=out)
+    print(f"{view.table_id}: {view.state}, {hand} (version {number(view.version)})", file=out)
+    rows = [[s.seat, s.player, s.stack, _seat_state(s)] for s in view.seats]
     print(table(["seat", "player", "stack", "state"], rows), file=out)
+
+
+def _seat_state(seat: SeatView) -> str:
+    """``in``, or since when and why he sits out (R34: removed past the table's limit)."""
+    if not seat.sitting_out:
+        return "in"
+    why = {"own": "himself", "timed_out": "timed out", "operator": "by the floor"}.get(seat.sit_out_reason or "", "")
+    since = "" if not seat.sitting_out_since_ms else datetime.fromtimestamp(
+        seat.sitting_out_since_ms / 1000, tz=UTC).strftime(" since %H:%M:%S UTC")
+    return f"sitting out{since}" + (f" ({why})" if why else "")

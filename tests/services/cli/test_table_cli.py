@@ -3,10 +3,20 @@ and the usage errors said in one line before anything is sent."""
 
 from __future__ import annotations
 
+import io
+
+import msgspec
 import pytest
 from studroom.domain.config import Rake, Stakes, TableConfig
+from studroom.domain.views import SeatView, TableView
 from studroom.services.cli.main import build_parser, main
-from studroom.services.cli.table import UsageError, settings, settings_text, table_config
+from studroom.services.cli.table import (
+    UsageError,
+    print_view,
+    settings,
+    settings_text,
+    table_config,
+)
 
 
 def parsed(*argv: str) -> object:
@@ -55,3 +65,20 @@ def test_the_settings_in_one_line() -> None:
                          rake=Rake(basis_points=250, cap=30), max_buy_in=4000, seats=6)
     assert settings_text(config) == ("seven_card_stud, stakes 10-20, ante 1, bring-in 5, rake 2.5% (at most 30), "
                                      "buy-in 100-4,000, turn 10 s, sat out at most 600 s, 6 seats")
+
+
+def test_show_prints_the_tables_state_the_next_hands_settings_and_who_sits_out() -> None:
+    config = TableConfig(game="five_card_stud", stakes=Stakes(small_bet=10, big_bet=20))
+    view = TableView(table_id="t1", config=config, version=1234, hand_no=7, button=0, state="paused",
+                     next_config=msgspec.structs.replace(config, action_seconds=20),
+                     seats=[SeatView(0, "alice", 1500, False),
+                            SeatView(1, "bob", 300, True, sitting_out_since_ms=1_796_000_000_000,
+                                     sit_out_reason="timed_out")])
+    out = io.StringIO()
+    print_view(view, out)
+    lines = out.getvalue().splitlines()
+    assert lines[1] == ("t1: from the next hand five_card_stud, stakes 10-20, ante 0, bring-in 5, no rake, "
+                        "buy-in 100-2,000, turn 20 s, sat out at most 600 s, 10 seats")
+    assert lines[2] == "t1: paused, between hands, 7 played (version 1,234)"
+    assert lines[-2].split() == ["0", "alice", "1,500", "in"]
+    assert " ".join(lines[-1].split()) == "1 bob 300 sitting out since 00:53:20 UTC (timed out)"

@@ -1,0 +1,212 @@
+"""The operator's day on a secure room (the shared room, tests/live_room.py: NATS in
+operator mode, the table service, the relay, the timer, the cashier, the lobby and the
+ledger as processes): ``studroom table`` as a subprocess under the floor's credentials
+opens a table; bots (the room's own, funded and buying in through the cashier) sit and
+play; one is sat out, then removed and cashed out; the table is configured, paused,
+resumed and closed, every seat cashed out; the accounts hold every chip but the rake
+and the ledger reconciles the table; a player's attempt at each operator command is
+refused ``forbidden``, and a closed table refuses commands ``table_closed``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import psycopg
+import pytest
+from live_room import LiveRoom
+from studroom.domain.account import CashedOut, Deposited
+from studroom.domain.commands import (
+    CloseTable,
+    ConfigureTable,
+    OpenTable,
+    PauseTable,
+    RemovePlayer,
+    ResumeTable,
+    SitDown,
+    SitOutPlayer,
+)
+from studroom.domain.errors import FORBIDDEN, TABLE_CLOSED
+from studroom.domain.events import (
+    Event,
+    HandEnded,
+    HandStarted,
+    PlayerLeft,
+    TableClosed,
+)
+from studroom.domain.views import TableView
+from studroom.projections.ledger.reconcile import Scope, reconcile
+from studroom.projections.ledger.sources import all_sources
+from studroom.services.client.cashier import CashierClient
+from studroom.services.client.table import TableClient
+from studroom.services.room.bots import Room
+from studroom.services.room.plans import TablePlan
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.settings import NATS_CREDS_VAR, NATS_URL_VAR
+from studroom.services.store.inspect import load_tables
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+OPEN = ["--game", "seven_card_stud", "--stakes", "10-20", "--ante", "1", "--rake", "5%", "--rake-cap", "30",
+        "--buy-in", "100-4000", "--turn-seconds", "5", "--seats", "6"]
+
+
+class Floor:
+    """``studroom table ...`` as the room's operator, and what it asks the room directly."""
+
+    def __init__(self, room: LiveRoom, table_id: str) -> None:
+        self.room = room
+        self.table_id = table_id
+        self.env = {**os.environ, "PYTHONWARNINGS": "ignore", NATS_URL_VAR: room.url,     # stale compiled rules
+                    NATS_CREDS_VAR: str(room.authority.ensure("operator", "floor"))}
+        self.viewer: TableClient | None = None
+
+    async def cli(self, *args: str, code: int = 0) -> str:
+        done = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "studroom.services.cli", "table", *args], env=self.env,
+            capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == code, f"table {' '.join(args)}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+        if code:
+            assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+            return done.stderr
+        return done.stdout
+
+    async def view(self) -> TableView:
+        assert self.viewer is not None
+        return await self.viewer.view(self.table_id)
+
+    async def until(self, check: Callable[[TableView], bool], what: str, within: float = 15.0) -> TableView:
+        deadline = time.monotonic() + within
+        while True:
+            view = await self.view()
+            if check(view):
+                return view
+            assert time.monotonic() < deadline, f"not within {within} s: {what}; the table: {view}"
+            await asyncio.sleep(0.1)
+
+    def events(self) -> list[Event]:
+        return load_tables(self.room.database_url, self.room.schemas, only=[self.table_id]).get(self.table_id, [])
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, within: float = 15.0) -> None:
+    deadline = time.monotonic() + within
+    while not await check():
+        assert time.monotonic() < deadline, f"not within {within} s: {what}"
+        await asyncio.sleep(0.2)
+
+
+async def refused_to_a_player(player: TableClient, table_id: str, config: Any, other: str) -> None:
+    """Each operator command, sent by a seated player: ``forbidden``, nothing changed."""
+    for command in (OpenTable(table_id=table_id, config=config), ConfigureTable(config=config), PauseTable(),
+                    ResumeTable(), CloseTable(), SitOutPlayer(player=other), RemovePlayer(player=other)):
+        reply = await player.send(table_id, command)
+        assert reply.error is not None and reply.error.code == FORBIDDEN, (command, reply)
+
+
+def test_R34_an_operator_opens_runs_and_closes_a_table_from_the_command_line(live_room: LiveRoom) -> None:
+    table_id = f"fl{uuid.uuid4().hex[:6]}"
+    asyncio.run(_day(live_room, table_id))
+
+
+async def _day(live_room: LiveRoom, table_id: str) -> None:
+    floor = Floor(live_room, table_id)
+    assert f"{table_id}: opened, seven_card_stud, stakes 10-20" in await floor.cli("open", table_id, *OPEN)
+    assert "already_open" in await floor.cli("open", table_id, *OPEN, code=1)
+    assert "too_many_seats" in await floor.cli("open", f"{table_id}x", *OPEN[:-1], "11", code=1)
+    nc = await process.connect(live_room.url, "test-floor", creds=live_room.authority.ensure("operator", "floor"))
+    floor.viewer = TableClient(nc, "operator", "floor")
+    config = (await floor.view()).config
+    seats = {seat: f"{table_id}-p{seat}" for seat in range(3)}
+    bots = Room(live_room.url, [TablePlan(table_id, config, seats)], authority=live_room.authority, seed=18)
+    player_nc = await process.connect(live_room.url, "test-player", creds=live_room.authority.ensure("player", seats[0]))
+    try:
+        await bots.start()
+        await floor.until(lambda v: v.hand_no >= 3, "three hands")
+        await refused_to_a_player(TableClient(player_nc, "player", seats[0]), table_id, config, seats[2])
+
+        # An absent player: sat out (dealt no hand), then removed and cashed out.
+        assert f"{seats[2]} sat out" in await floor.cli("sitout", table_id, seats[2])
+        sat_out = await floor.until(lambda v: any(s.player == seats[2] and s.sitting_out for s in v.seats), "sat out")
+        shown = await floor.cli("show", table_id)
+        assert f"{seats[2]}" in shown and "(by the floor)" in shown and ": open, " in shown
+        await floor.until(lambda v: v.hand_no > sat_out.hand_no + 1, "a hand without him")
+        assert "removed" in await floor.cli("remove", table_id, seats[2])
+        await floor.until(lambda v: all(s.player != seats[2] for s in v.seats), "removed")
+        events = floor.events()
+        left = [e for e in events if isinstance(e, PlayerLeft) and e.player == seats[2]]
+        assert [e.reason for e in left] == ["removed"]
+        dealt = [e for e in events if isinstance(e, HandStarted) and e.hand_no == sat_out.hand_no + 2]
+        assert dealt and 2 not in {s.seat for s in dealt[0].seats}, "a player sat out is dealt no hand"
+        cashier = CashierClient(nc, "operator", "floor")
+
+        async def credited() -> bool:
+            movements = await _movements(cashier, seats[2])
+            return any(isinstance(m.event, CashedOut) and m.event.amount == left[0].cashed_out for m in movements)
+
+        await eventually(credited, f"{seats[2]}'s cash-out of {left[0].cashed_out}")
+
+        # Settings for the next hand; a pause; the table deals again.
+        assert "from the next hand" in await floor.cli("configure", table_id, "--turn-seconds", "7", "--rake", "4%")
+        await floor.until(lambda v: v.config.action_seconds == 7 and v.config.rake.basis_points == 400, "configured")
+        assert "paused" in await floor.cli("pause", table_id)
+        paused = await floor.until(lambda v: v.hand is None, "the hand in play finished")
+        await asyncio.sleep(1.0)
+        assert (await floor.view()).hand_no == paused.hand_no, "no new hand while paused"
+        assert "deals again" in await floor.cli("resume", table_id)
+        await floor.until(lambda v: v.hand_no > paused.hand_no, "a hand after the pause")
+        assert table_id in await floor.cli("list")
+
+        # Closed: every seat cashed out, every command refused.
+        assert "closing" in await floor.cli("close", table_id)
+        await eventually(lambda: asyncio.to_thread(lambda: any(isinstance(e, TableClosed) for e in floor.events())),
+                         "TableClosed stored")
+        events = floor.events()
+        closed = [e for e in events if isinstance(e, PlayerLeft) and e.reason == "table_closed"]
+        assert sorted(e.player for e in closed) == [seats[0], seats[1]]
+        assert "table_closed" in await floor.cli("pause", table_id, code=1)
+        reply = await TableClient(player_nc, "player", seats[0]).send(table_id, SitDown(seat=0, player=seats[0]))
+        assert reply.error is not None and reply.error.code == TABLE_CLOSED
+        await bots.stop()
+        rake = sum(e.rake for e in events if isinstance(e, HandEnded))
+        await eventually(lambda: _accounts_hold_all_but(cashier, list(seats.values()), rake),
+                         "every chip back in the accounts but the rake")
+        await eventually(lambda: asyncio.to_thread(_reconciled, live_room, table_id), "the ledger reconciles")
+    finally:
+        await bots.stop()
+        await player_nc.drain()
+        await nc.drain()
+
+
+async def _accounts_hold_all_but(cashier: CashierClient, players: list[str], rake: int) -> bool:
+    """The players' balances are what was deposited less the table's rake; nothing reserved."""
+    deposited = held = 0
+    for player in players:
+        account = await cashier.balance(player)
+        movements = await _movements(cashier, player)
+        if account.reserved:
+            return False
+        held += account.balance or 0
+        deposited += sum(m.event.amount for m in movements if isinstance(m.event, Deposited))
+    return held == deposited - rake
+
+
+async def _movements(cashier: CashierClient, player: str) -> list[Any]:
+    """Every movement of ``player``'s account, page after page."""
+    movements: list[Any] = []
+    while page := (await cashier.movements(player, after=len(movements))).movements:
+        movements += page
+    return movements
+
+
+def _reconciled(live_room: LiveRoom, table_id: str) -> bool:
+    prefix = f"{live_room.name}_p"
+    with psycopg.connect(live_room.database_url, autocommit=True) as conn:
+        sources = all_sources(conn, schemas=live_room.schemas, cashier_schema=f"{prefix}cashier")
+    result = reconcile(live_room.database_url, sources, ledger_schema=f"{prefix}ledger", scope=Scope(table=table_id))
+    return result.clean and result.hands >= 3
