@@ -126,7 +126,7 @@ async def _day(live_room: LiveRoom, table_id: str) -> None:
     bots = Room(live_room.url, [TablePlan(table_id, config, seats)], authority=live_room.authority, seed=18)
     player_nc = await process.connect(live_room.url, "test-player", creds=live_room.authority.ensure("player", seats[0]))
     try:
-        await bots.start()
+        await bots.start()          # the room's start opens the table too: already open is no error
         await floor.until(lambda v: v.hand_no >= 3, "three hands")
         await refused_to_a_player(TableClient(player_nc, "player", seats[0]), table_id, config, seats[2])
 
