@@ -219,7 +219,7 @@ class Account:
         self.balance = 0
         self.version = 0                                   # events applied
         self.pending: dict[str, Reservation] = {}          # buy_in_key -> reserved, not settled
-        self.references: set[str] = set()                  # of deposits and withdrawals
+        self.references: dict[str, tuple[int, Deposited | Withdrawn]] = {}   # of deposits and withdrawals: version, event
         self.cashed_out: dict[str, set[int]] = {}          # table -> versions of PlayerLeft credited
         self.last_requests: dict[str, int] = {}            # the player's highest buy-in request id
         self.last_buy_in_ids: dict[str, int] = {}          # table -> the highest table command id given there
@@ -244,6 +244,17 @@ class Account:
         if self.balance + amount > MAX_BALANCE:
             raise DomainError(BAD_AMOUNT, f"a deposit may not take a balance above {MAX_BALANCE}")
         return self._emit(Deposited(amount=amount, reference=reference, operator=operator, at_ms=at_ms))
+
+    def repeat_of(self, kind: type[Deposited | Withdrawn], amount: int,
+                  reference: str) -> tuple[int, Deposited | Withdrawn] | None:
+        """The movement (its version and event) that this one repeats exactly: the same
+        kind, amount and reference, done before.  A desk that retries a deposit it is not
+        sure of gets "done before" and the original, not an error; the same reference
+        with another amount or kind is still refused (``duplicate_reference``)."""
+        done = self.references.get(reference)
+        if done is None or type(done[1]) is not kind or done[1].amount != amount:
+            return None
+        return done
 
     def withdraw(self, amount: int, reference: str, operator: str, at_ms: int) -> Withdrawn:
         _check_amount(amount, "a withdrawal")
@@ -311,7 +322,7 @@ class Account:
     def apply(self, event: AccountEvent) -> None:
         self.balance += balance_change(event)
         if isinstance(event, Deposited | Withdrawn):
-            self.references.add(event.reference)
+            self.references[event.reference] = (self.version + 1, event)
         elif isinstance(event, BuyInReserved | BuyInClaimed):
             key = buy_in_key(event.table_id, event.command_id)
             reservation = in_flight_after(self.pending.get(key), event)

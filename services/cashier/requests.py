@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 
 import msgspec
-from studroom.domain.account import Account, authorize
+from studroom.domain.account import Account, Deposited, Withdrawn, authorize
 from studroom.domain.authority import Sender
-from studroom.domain.errors import DomainError
+from studroom.domain.errors import UNKNOWN_PLAYER, DomainError
 from studroom.domain.names import check_name
 
 from ..client.table import Refused
@@ -70,6 +70,8 @@ class Requests:
         player = check_name(request.player if request.player is not None else sender.name, "player")
         authorize(sender, player, "view")
         account = await self.books.account(player)
+        if account.version == 0 and player != sender.name:
+            raise DomainError(UNKNOWN_PLAYER, f"{player} has no account: nothing was ever deposited for him")
         if isinstance(request, Balance):
             return _balance(account)
         return _balance(account, movements=await self._movements(player, request))
@@ -99,6 +101,10 @@ class Requests:
         authorize(sender, player, "deposit" if isinstance(request, Deposit) else "withdraw")
         for _ in range(ATTEMPTS):
             account = await self.books.account(player)
+            kind = Deposited if isinstance(request, Deposit) else Withdrawn
+            done = account.repeat_of(kind, request.amount, request.reference)
+            if done is not None:                 # the same movement asked again: done, not an error
+                return _balance(account, done_before=Movement(*done))
             move = account.deposit if isinstance(request, Deposit) else account.withdraw
             event = move(request.amount, request.reference, sender.name, now_ms())
             try:

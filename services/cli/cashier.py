@@ -112,6 +112,11 @@ def _print_balance(reply: CashierReply, args: argparse.Namespace, out: IO[str] =
     if reply.balance is None:        # a retried deposit found done: ask for the balance to see it
         print(f"{args.player}: done", file=out)
         return
+    if reply.done_before is not None:
+        done = reply.done_before
+        kind = type(done.event).__name__.lower()
+        print(f"{reply.player}: done before, not again: {kind} {number(done.event.amount)} "   # type: ignore[union-attr]
+              f"as {done.event.reference} (account version {done.version})", file=out)   # type: ignore[union-attr]
     print(f"{reply.player}: balance {number(reply.balance)}, on its way to a table {number(reply.reserved or 0)}",
           file=out)
 

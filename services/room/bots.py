@@ -46,7 +46,8 @@ async def fund_bankroll(floor: CashierClient, player: str, bankroll: int) -> Non
     """Deposit what ``player``'s account lacks of ``bankroll``, under a reference of
     this start (a retried deposit is not booked twice)."""
     account = await floor.balance(player)
-    if not account.ok:
+    new = account.error is not None and account.error.code == errors.UNKNOWN_PLAYER    # no account yet
+    if not account.ok and not new:
         raise RuntimeError(f"the cashier did not answer for {player}: {account.error}")
     short = bankroll - (account.balance or 0) - (account.reserved or 0)
     if short > 0:

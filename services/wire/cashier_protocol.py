@@ -86,6 +86,7 @@ class CashierReply(msgspec.Struct, frozen=True, omit_defaults=True):
     version: int | None = None           # the account's version
     movements: list[Movement] | None = None
     outcome: Outcome | None = None       # of a BuyChips
+    done_before: Movement | None = None  # a Deposit or Withdraw repeated exactly: the movement done then
 
 
 _request_decoder = msgspec.json.Decoder(CashierRequest)

@@ -19,6 +19,7 @@ from studroom.domain.account import (
     BuyInReserved,
     CashedOut,
     Deposited,
+    Withdrawn,
     authorize,
     player_of,
     stream_id,
@@ -61,7 +62,19 @@ def test_deposits_and_withdrawals_move_the_balance_with_their_references() -> No
     event = account.withdraw(400, "payout-7", "cage", NOW + 1)
     assert (event.amount, event.reference, event.operator, event.at_ms) == (400, "payout-7", "cage", NOW + 1)
     assert account.balance == 600
-    assert account.references == {"wire-1", "payout-7"}
+    assert set(account.references) == {"wire-1", "payout-7"}
+
+
+def test_an_exact_repeat_of_a_movement_is_found_with_the_original() -> None:
+    """A desk retrying a deposit it is not sure of: the same kind, amount and reference
+    are the movement done before (its version and event); anything else is not."""
+    account = funded(1000)
+    withdrawn = account.withdraw(400, "payout-7", "cage", NOW + 1)
+    assert account.repeat_of(Withdrawn, 400, "payout-7") == (2, withdrawn)
+    assert account.repeat_of(Deposited, 1000, "wire-1") is not None
+    assert account.repeat_of(Withdrawn, 401, "payout-7") is None
+    assert account.repeat_of(Deposited, 400, "payout-7") is None
+    assert account.repeat_of(Deposited, 1000, "wire-2") is None
 
 
 def test_the_balance_never_goes_below_zero() -> None:

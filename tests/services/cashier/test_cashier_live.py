@@ -31,6 +31,7 @@ from studroom.domain.errors import (
     HAND_IN_PROGRESS,
     INSUFFICIENT_FUNDS,
     OVER_MAX_BUY_IN,
+    UNKNOWN_PLAYER,
 )
 from studroom.services.wire.cashier_protocol import BuyChips, Deposit
 from studroom.services.runtime.settings import NATS_CREDS_VAR
@@ -54,7 +55,12 @@ def test_deposits_and_withdrawals_keep_their_references_and_never_go_below_zero(
         assert (await floor.deposit(alice, 5000, "wire-1")).balance == 5000
         assert (await floor.withdraw(alice, 1200, "payout-1")).balance == 3800
         assert code(await floor.withdraw(alice, 3801, "payout-2")) == INSUFFICIENT_FUNDS
-        assert code(await floor.deposit(alice, 5000, "wire-1")) == DUPLICATE_REFERENCE
+        again = await floor.deposit(alice, 5000, "wire-1")        # the same deposit asked again: done before
+        assert again.ok and again.balance == 3800 and again.done_before is not None
+        assert (again.done_before.version, again.done_before.event.amount) == (1, 5000)  # type: ignore[union-attr]
+        assert code(await floor.deposit(alice, 4999, "wire-1")) == DUPLICATE_REFERENCE   # another amount: refused
+        assert code(await floor.withdraw(alice, 5000, "wire-1")) == DUPLICATE_REFERENCE  # another kind: refused
+        assert code(await floor.balance(f"{name}-nobody")) == UNKNOWN_PLAYER             # no account: not "0"
         assert code(await floor.deposit(alice, 0, "wire-2")) == BAD_AMOUNT
         assert code(await floor.deposit(alice, 10, "wire 2")) == "bad_name"
         balance = await floor.balance(alice)
@@ -86,7 +92,7 @@ def test_a_player_sees_his_own_account_only_and_moves_no_money(stack: CashierSta
         with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
             await mine.nc.request(subjects.cashier_requests("player", bob), b'{"type": "Balance"}', timeout=1)
         assert (await floor.balance(alice)).balance == 700
-        assert (await floor.balance(bob)).version == 0
+        assert code(await floor.balance(bob)) == UNKNOWN_PLAYER       # nothing moved for bob: no account
 
     play(stack, scenario)
 
