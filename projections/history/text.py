@@ -38,7 +38,7 @@ from studroom.domain.events import (
 from studroom.domain.games import GAMES
 from studroom.domain.hand_record import HandRecord
 
-from .hand_names import high_name, low_name
+from studroom.domain.hand_names import high_name, low_name
 
 LANGUAGES: Final = ("en", "de")
 

@@ -40,7 +40,7 @@ from studroom.domain.events import (
 )
 from studroom.domain.games import GAMES
 from studroom.domain.views import PlayerInHand, TableView
-from studroom.projections.history.hand_names import high_name, low_name
+from studroom.domain.hand_names import high_name, low_name
 
 from .activity import count_hand, count_timeout, figures
 from .entry import (

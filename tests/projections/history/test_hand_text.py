@@ -11,7 +11,7 @@ from studroom.domain.config import TableConfig
 from studroom.domain.events import Announced, Event
 from studroom.domain.simulate import STAKES, new_table, play_hand
 from studroom.domain.table import Table
-from studroom.projections.history.hand_names import high_name, low_name
+from studroom.domain.hand_names import high_name, low_name
 from studroom.domain.hands import find, spans
 from studroom.domain.hand_record import record_from_stream
 from studroom.projections.history.text import render

@@ -11,14 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from studroom.domain.cards import parse_many
-from studroom.domain.hand_ranking import (
-    describe_high,
-    describe_low,
-    high_category,
-    high_value,
-    low_value,
-)
+from .cards import parse_many
+from .hand_ranking import describe_high, describe_low, high_category, high_value, low_value
 
 _ONE_DE = ("Zwei", "Drei", "Vier", "Fünf", "Sechs", "Sieben", "Acht", "Neun", "Zehn", "Bube", "Dame", "König", "Ass")
 _MANY_DE = ("Zweier", "Dreier", "Vierer", "Fünfer", "Sechser", "Siebener", "Achter", "Neuner", "Zehner",
