@@ -8,6 +8,8 @@ rooms are forbidden (docs/design/layout.md):
 - a projection uses of the services only the shared hallway: ``wire/`` (subjects and
   messages), ``client/`` (the request-with-retry core and the clients built on it),
   ``store/`` and ``runtime/``;
+- a projection imports no other projection (what they share, the tracking projector,
+  lives in ``projections/`` itself or in the domain);
 - a service imports no projection; only the composition of the whole room
   (``services/room``) and the command line (``services/cli``) reach both sides;
 - nothing of the room imports the tools (``tools/``: benchmarks, the fault drill), and no
@@ -135,7 +137,17 @@ def forbidden(source: str, target: str) -> str | None:
     if inside(source, "studroom.services") and not inside(source, *COMPOSITION) \
             and inside(target, "studroom.projections"):
         return "a service imports no projection"
+    if _projection(source) and _projection(target) and _projection(source) != _projection(target):
+        return "a projection imports no other projection (what they share lives in projections/ or the domain)"
     return None
+
+
+def _projection(module: str) -> str | None:
+    """``ledger`` for ``studroom.projections.ledger.entries``; None outside a projection's folder."""
+    parts = module.split(".")
+    if parts[:2] != ["studroom", "projections"] or len(parts) < 4:
+        return None
+    return parts[2]
 
 
 def test_no_cycle_between_packages() -> None:
@@ -171,3 +183,5 @@ def test_the_checks_see_a_cycle_and_a_forbidden_arrow() -> None:
     assert forbidden("studroom.projections.ledger.sources", "studroom.services.cashier.account_store")
     assert forbidden("studroom.services.auth.powers", "studroom.projections.lobby.jetstream")
     assert forbidden("studroom.services.room.room", "studroom.projections.ledger.room_check") is None
+    assert forbidden("studroom.projections.lobby.projection", "studroom.projections.history.text")
+    assert forbidden("studroom.projections.ledger.projector", "studroom.projections.tracking") is None
