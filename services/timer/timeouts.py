@@ -15,7 +15,7 @@ import logging
 from typing import Any, Final, TypeGuard
 
 from studroom.domain.commands import Timeout
-from studroom.domain.errors import DUPLICATE_COMMAND, NO_HAND, STALE_TIMEOUT
+from studroom.domain.errors import DUPLICATE_COMMAND, NO_HAND, STALE_TIMEOUT, TABLE_CLOSED
 
 from ..client.table import TableClient
 from ..wire import protocol
@@ -26,8 +26,9 @@ log = logging.getLogger("studroom.timer")
 
 SENDER: Final = "timer"                      # the service identity timeouts come from
 OK: Final = "ok"                             # the outcome of a Timeout the table carried out
-# The turn this timer was set for is over (answered, or its hand ended): drop the timer.
-STALE_CODES: Final = frozenset({STALE_TIMEOUT, NO_HAND})
+# The turn this timer was set for is over (answered, its hand ended, or an operator closed
+# the table meanwhile): drop the timer.
+STALE_CODES: Final = frozenset({STALE_TIMEOUT, NO_HAND, TABLE_CLOSED})
 
 
 def table_client(nc: Any, retry_for: float = 2.0) -> TableClient:
