@@ -27,6 +27,7 @@ from studroom.domain.account import balance_change
 from ..runtime.arguments import positive_int
 from ..runtime.text import number, table
 from ..wire.cashier_protocol import CashierReply, Movement
+from .operator import add_operator_argument, operator_connection
 
 if TYPE_CHECKING:
     from ..client.cashier import CashierClient
@@ -56,7 +57,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _common(parser: argparse.ArgumentParser, ask: Ask, show: Show) -> None:
-    parser.add_argument("--as", dest="operator", default="floor", help="the operator to act as (default floor)")
+    add_operator_argument(parser)
     parser.set_defaults(run=lambda args: _run(args, ask, show))
 
 
@@ -72,18 +73,9 @@ def _run(args: argparse.Namespace, ask: Ask, show: Show) -> int:
 
 async def _ask(args: argparse.Namespace, ask: Ask) -> CashierReply:
     from ..client.cashier import CashierClient
-    from ..players.bootstrap import nats_url
-    from ..runtime.processes import process
-    from ..runtime.processes.credentials import credentials
-    from ..runtime.settings import Settings
 
-    settings = Settings.from_env()
-    nc = await process.connect(nats_url(settings), f"studroom-cashier-cli-{args.operator}",
-                               creds=credentials(settings, "operator", args.operator), max_reconnect_attempts=3)
-    try:
+    async with operator_connection(args.operator, "cashier") as nc:
         return await ask(CashierClient(nc, "operator", args.operator), args)
-    finally:
-        await nc.drain()
 
 
 async def _deposit(client: CashierClient, args: argparse.Namespace) -> CashierReply:
