@@ -736,7 +736,7 @@ class Table:
             for s in hand.order:
                 if not hand.players[s].posted and not hand.players[s].folded:
                     self._emit(AnteSkipped(seat=s))
-                    self._sit_out_absent(c, s)
+                    self._sit_out_absent(s)
             self._close_antes(c)
             return
         seat = hand.to_act
@@ -744,7 +744,7 @@ class Table:
         p = hand.players[seat]
         if hand.turn_kind == "show":
             self._emit(TimedOut(turn=c.turn, seat=seat, outcome="show"))
-            self._sit_out_absent(c, seat)
+            self._sit_out_absent(seat)
             self._show_cards(p)
             self._next_showdown_turn(c)
             return
@@ -759,7 +759,7 @@ class Table:
         else:
             action = "fold"
         self._emit(TimedOut(turn=c.turn, seat=seat, outcome="protected" if action is None else action))
-        self._sit_out_absent(c, seat)
+        self._sit_out_absent(seat)
         if action is not None:
             self._emit(decide_action(hand, self._game(), config.stakes, p, action, None))
         self._after_action(c, seat)
@@ -773,12 +773,14 @@ class Table:
         self._emit(PauseEnded(turn=c.turn))
         self._remove_absent(c)
 
-    def _sit_out_absent(self, c: Timeout, seat_no: int) -> None:
+    def _sit_out_absent(self, seat_no: int) -> None:
         """R34: a player whose turn timed out (any turn: ante, act, show) is sat out
-        from the next hand on, until he sits in himself; this hand goes on as R19 says."""
-        seat = self.seats[seat_no]
+        from the next hand on, until he sits in himself; this hand goes on as R19 says.
+        He is out since the turn's deadline: a recorded fact, not the timer's clock."""
+        seat, turn = self.seats[seat_no], self.last_turn
+        assert turn is not None
         if not seat.sitting_out and not seat.leaving:
-            self._emit(SitOutChanged(seat=seat_no, sitting_out=True, reason="timed_out", since_ms=c.now_ms))
+            self._emit(SitOutChanged(seat=seat_no, sitting_out=True, reason="timed_out", since_ms=turn.deadline_ms))
 
     # --- the showdown -----------------------------------------------------------------
 

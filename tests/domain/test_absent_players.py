@@ -71,16 +71,18 @@ class Played:
 def test_R34_a_timed_out_player_is_sat_out_and_not_dealt_the_next_hand() -> None:
     room = Played(3)
     room.run(StartHand(seed=SEED))
-    seat, events = room.time_out_the_turn(T0 + 7_000)
+    deadline = room.table.last_turn.deadline_ms                   # type: ignore[union-attr]
+    seat, events = room.time_out_the_turn(deadline + 150)         # the timer is a little late
     assert [type(e) for e in events[:2]] == [TimedOut, SitOutChanged]
-    assert events[1] == SitOutChanged(seat=seat, sitting_out=True, reason="timed_out", since_ms=T0 + 7_000)
+    # out since the turn's deadline: a recorded fact, so a re-run of the record agrees (R20)
+    assert events[1] == SitOutChanged(seat=seat, sitting_out=True, reason="timed_out", since_ms=deadline)
     room.play_out()
     [started] = [e for e in room.run(StartHand(seed=SEED)) if type(e) is HandStarted]
     assert seat not in [s.seat for s in started.seats]            # no ante (auto-post too), no cards
     assert seat not in room.table.hand.players                    # type: ignore[union-attr]
     view = table_view(room.table, seat)
     mine = next(s for s in view.seats if s.seat == seat)
-    assert mine.sitting_out and mine.sit_out_reason == "timed_out" and mine.sitting_out_since_ms == T0 + 7_000
+    assert mine.sitting_out and mine.sit_out_reason == "timed_out" and mine.sitting_out_since_ms == deadline
     room.check_replay()
 
 
@@ -106,12 +108,15 @@ def test_R34_he_is_dealt_again_once_he_sits_in_himself() -> None:
     assert seat in [s.seat for s in started.seats]
 
 
+DEADLINE = T0 + CONFIG.action_seconds * 1000     # of the first turn of a hand started at T0
+
+
 def _heads_up_with_one_timed_out() -> tuple[Played, int | None]:
-    """Two players; one times out (at T0) and the hand is played out."""
+    """Two players; one times out (the turn's deadline: DEADLINE) and the hand is played out."""
     room = Played(2)
     room.run(StartHand(seed=SEED))
-    seat, _ = room.time_out_the_turn(T0)
-    room.play_out(T0 + 1_000)
+    seat, _ = room.time_out_the_turn(DEADLINE)
+    room.play_out(DEADLINE + 1_000)
     return room, seat
 
 
@@ -122,9 +127,10 @@ def test_R34_fewer_than_two_not_sat_out_deal_nothing_and_the_pause_lasts_to_the_
     with pytest.raises(DomainError) as refused:
         table.execute(StartHand(seed=SEED))
     assert refused.value.code == NOT_ENOUGH_PLAYERS
-    [pause] = room.run(ScheduleHand(pause_ms=1_500), T0 + 2_000)    # the service's pause_ms is not used
-    assert pause == PauseStarted(turn=pause.turn, deadline_ms=T0 + LIMIT_S * 1000, pause_ms=LIMIT_S * 1000 - 2_000,
-                                 purpose="sit_out_limit")
+    now = DEADLINE + 2_000
+    [pause] = room.run(ScheduleHand(pause_ms=1_500), now)          # the service's pause_ms is not used
+    expiry = DEADLINE + LIMIT_S * 1000
+    assert pause == PauseStarted(turn=pause.turn, deadline_ms=expiry, pause_ms=expiry - now, purpose="sit_out_limit")
     assert not table.next_pause_due()                              # one timer: the pause's
     stack = table.seats[seat].stack
     events = room.run(Timeout(turn=pause.turn), pause.deadline_ms)
@@ -136,7 +142,7 @@ def test_R34_fewer_than_two_not_sat_out_deal_nothing_and_the_pause_lasts_to_the_
 
 def test_R34_a_timer_that_fires_early_removes_nobody_and_the_pause_opens_again() -> None:
     room, seat = _heads_up_with_one_timed_out()
-    [pause] = room.run(ScheduleHand(pause_ms=1_500), T0 + 2_000)
+    [pause] = room.run(ScheduleHand(pause_ms=1_500), DEADLINE + 2_000)
     assert room.run(Timeout(turn=pause.turn), pause.deadline_ms - 5) == [PauseEnded(turn=pause.turn)]
     assert seat in room.table.seats and room.table.next_pause_due()
     [again] = room.run(ScheduleHand(pause_ms=1_500), pause.deadline_ms - 4)
@@ -145,8 +151,8 @@ def test_R34_a_timer_that_fires_early_removes_nobody_and_the_pause_opens_again()
 
 def test_R34_sitting_in_during_the_pause_ends_it_and_a_hand_is_due_at_once() -> None:
     room, seat = _heads_up_with_one_timed_out()
-    [pause] = room.run(ScheduleHand(pause_ms=1_500), T0 + 2_000)
-    events = room.run(SitOut(seat=seat, sitting_out=False), T0 + 3_000)
+    [pause] = room.run(ScheduleHand(pause_ms=1_500), DEADLINE + 2_000)
+    events = room.run(SitOut(seat=seat, sitting_out=False), DEADLINE + 3_000)
     assert [type(e) for e in events] == [SitOutChanged, PauseEnded]
     assert room.table.next_hand_due()
     with pytest.raises(DomainError) as late:
@@ -158,11 +164,11 @@ def test_R34_sitting_in_during_the_pause_ends_it_and_a_hand_is_due_at_once() -> 
 def test_R34_at_a_table_that_deals_on_a_sit_out_past_the_limit_is_removed_when_a_hand_ends() -> None:
     room = Played(3)
     room.run(StartHand(seed=SEED))
-    seat, _ = room.time_out_the_turn(T0)
-    room.play_out(T0 + 1_000)
+    seat, _ = room.time_out_the_turn(DEADLINE)
+    room.play_out(DEADLINE + 1_000)
     assert room.table.next_hand_due() and not room.table.next_pause_due()
-    room.run(StartHand(seed=SEED), T0 + 2_000)
-    end = room.play_out(T0 + LIMIT_S * 1000)
+    room.run(StartHand(seed=SEED), DEADLINE + 2_000)
+    end = room.play_out(DEADLINE + LIMIT_S * 1000)
     assert [type(e) for e in end[-2:]] == [HandEnded, PlayerLeft]
     assert end[-1].seat == seat and end[-1].reason == "sat_out_too_long"
     room.check_replay()

@@ -26,6 +26,7 @@ from studroom.domain.events import (
     HandEnded,
     HandSeat,
     HandStarted,
+    PlayerLeft,
     PlayerSatDown,
     PotAwarded,
     TableEvent,
@@ -101,9 +102,10 @@ def test_golden_hands_are_booked_to_the_domains_result(path: Path) -> None:
     b = balances(entries)
     ended = next((e for e in events if isinstance(e, HandEnded)), None)
     started = next(e for e in events if isinstance(e, HandStarted))
+    cashed_out = {e.seat: e.cashed_out for e in events if isinstance(e, PlayerLeft)}   # the floor's OP_* hands
     if ended is not None:
         for s in started.seats:
-            assert b[accounts.seat("g", s.seat, s.player)] == ended.stacks[s.seat]
+            assert b[accounts.seat("g", s.seat, s.player)] == ended.stacks[s.seat] - cashed_out.get(s.seat, 0)
         assert b[accounts.rake("g")] == ended.rake
     assert all(v == 0 for a, v in b.items() if accounts.class_of(a) in (accounts.HAND, accounts.POT))
     assert sum(b.values()) == 0

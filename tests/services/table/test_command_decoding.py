@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from studroom.domain.commands import (
-    COMMAND_TYPES, Act, BuyIn, Command, DealStreet, Leave, Muck, OpenTable, PostAnte, ScheduleHand, Show, SitDown,
-    SitOut, SkipAnte, StartHand, Timeout,
+    COMMAND_TYPES, Act, BuyIn, CloseTable, Command, ConfigureTable, DealStreet, Leave, Muck, OpenTable, PauseTable,
+    PostAnte, RemovePlayer, ResumeTable, ScheduleHand, Show, SitDown, SitOut, SitOutPlayer, SkipAnte, StartHand, Timeout,
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import ChipsBought
@@ -31,6 +31,12 @@ COMMANDS: list[Command] = [
     Timeout(turn=9),
     Show(seat=1),
     Muck(seat=2),
+    ConfigureTable(config=CONFIG),
+    PauseTable(),
+    ResumeTable(),
+    CloseTable(command_id="1764601234567891"),
+    SitOutPlayer(player="ann"),
+    RemovePlayer(player="ann"),
 ]
 
 
