@@ -120,10 +120,9 @@ def _board_value(hand: HandState, game: Game, p: HandPlayer) -> tuple[int, ...]:
 _BOARD_VALUES: Final[dict[int | tuple[int, ...], tuple[int, ...]]] = {}
 
 
-def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
-    """R10: the best board opens; a tie goes to the tied player closest to the
-    dealer's left.  Returns (best board, first who can act: the next one clockwise if the
-    best board is all-in)."""
+def best_board(hand: HandState, game: Game) -> HandPlayer:
+    """R10: the best board among the players in the hand; a tie goes to the tied player
+    closest to the dealer's left."""
     best: HandPlayer | None = None
     best_value: tuple[int, ...] = ()
     for p in hand.live():
@@ -131,6 +130,13 @@ def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
         if best is None or value > best_value:
             best, best_value = p, value
     assert best is not None
+    return best
+
+
+def first_to_act(hand: HandState, game: Game) -> tuple[HandPlayer, HandPlayer]:
+    """R10: the best board opens.  Returns (best board, first who can act: the next one
+    clockwise if the best board is all-in, 2026-12); someone must be able to act."""
+    best = best_board(hand, game)
     if best.can_act:
         return best, best
     return best, next(p for p in hand.clockwise_from(best.seat) if p.can_act)

@@ -24,7 +24,7 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
     chips stay in the pots, they are simply not eligible).  ``capped`` are the live seats
     that put in no more (all-in, or protected by a timeout, R19).  Pots whose eligible
     seats are the same are merged.  A pot no live seat reached (only folded money above
-    the last live level) is added to the pot below it.
+    the last live level) goes to every live seat, as if they were eligible (R26, 2026-12).
     """
     top = max([contributions[s] for s in live], default=0)
     if not capped:                   # nobody all-in: one pot (what the loop below gives)
@@ -46,10 +46,11 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
         below = up_to_level
     leftover = sum(chips) - below
     if leftover:
-        if pots:
+        everyone = sorted(live)
+        if pots and pots[-1].eligible == everyone:
             pots[-1].amount += leftover
         else:
-            pots.append(Pot(leftover, sorted(live)))
+            pots.append(Pot(leftover, everyone))
     return pots
 
 

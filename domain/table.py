@@ -34,7 +34,7 @@ from .commands import (
 )
 from .config import TableConfig, too_many_players, validate
 from .deck import MAX_ENTROPY_BYTES, CommittedDeck, ListedDeck, scripted_key, seed_hash
-from .dealing import bring_in_seat, deal_first, deal_street, door_card, first_to_act
+from .dealing import best_board, bring_in_seat, deal_first, deal_street, door_card, first_to_act
 from .errors import (
     ALREADY_LEAVING,
     ALREADY_OPEN,
@@ -787,8 +787,8 @@ class Table:
     def _showdown(self, c: Command) -> None:
         hand = self._hand()
         lead = hand.showdown_lead
-        if lead is None or not hand.players[lead].live:
-            lead = first_to_act(hand, self._game())[0].seat
+        if lead is None or not hand.players[lead].live:     # no round was played, or the lead left
+            lead = best_board(hand, self._game()).seat
         self._emit(ShowdownStarted(order=showdown_order(hand, lead)))
         self._show_cards(hand.players[lead])   # R22 (2026-12): who shows first must show, aggressor or not
         self._next_showdown_turn(c)
