@@ -6,23 +6,30 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from studroom.domain import snapshot
+from studroom.domain.authority import Sender
 from studroom.domain.commands import (
     Act,
     BuyIn,
+    CloseTable,
     Command,
+    ConfigureTable,
     OpenTable,
+    PauseTable,
     PostAnte,
+    ScheduleHand,
     Show,
     SitDown,
     SitOut,
+    SitOutPlayer,
     StartHand,
     Timeout,
 )
-from studroom.domain.config import TableConfig
+from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.deck import CommittedDeck, ListedDeck
 from studroom.domain.errors import MUST_SHOW, DomainError
 from studroom.domain.games import GAMES
@@ -112,6 +119,27 @@ def test_a_hand_after_a_reshuffle_and_with_entropy_restores():
     twin = snapshot.restore(snapshot.capture(table))
     assert twin.state() == Table.replay(events).state()
     assert _play_on(twin, random.Random(1), 200) == _play_on(table, random.Random(1), 200)
+
+
+def test_the_floors_state_and_a_sit_out_restore():
+    """The floor's settings for the next hand, a pause and a closing table (issue 18),
+    a seat sat out since a time and a pause for sit-outs (R34) survive."""
+    floor = Sender("operator", "floor")
+    table, events = new_table("seven_card_stud", 3, stack=300)
+    events += table.execute(SitOutPlayer(player="p2", now_ms=7_000, command_id="1"), floor)
+    events += table.execute(StartHand(seed="ab" * 32))
+    new = msgspec.structs.replace(table.config, stakes=Stakes(ante=10, small_bet=40, big_bet=80))
+    events += table.execute(ConfigureTable(config=new, command_id="2"), floor)
+    events += table.execute(PauseTable(command_id="3"), floor)
+    events += table.execute(CloseTable(command_id="4"), floor)
+    assert table.next_config == new and table.paused and table.closing and table.seats[2].out_since_ms == 7_000
+    assert snapshot.restore(snapshot.capture(table)).state() == Table.replay(events).state()
+
+    heads_up, events = new_table("seven_card_stud", 2, stack=300)
+    events += heads_up.execute(SitOut(seat=1, now_ms=5_000))
+    events += heads_up.execute(ScheduleHand(pause_ms=500, now_ms=6_000))
+    assert heads_up.pause_for_sit_outs
+    assert snapshot.restore(snapshot.capture(heads_up)).state() == Table.replay(events).state()
 
 
 def test_the_snapshot_knows_every_field_of_the_state():
