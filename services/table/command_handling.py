@@ -290,7 +290,7 @@ class CommandHandler:
                 events = table.execute(command, by=sender)
         except DomainError as refused:
             self.stats.refused += 1
-            if self.auto_start and not s.events and table.next_hand_due():    # a table found idle
+            if self.auto_start and not s.events and _moves_on(table):    # a table found idle
                 s.events.extend(self._next_hand(table_id, table, s))
             return Outcome(refusal(refused.code, refused.message))
         except Exception:   # noqa: BLE001 (a bug: never crash the service for it)
@@ -302,7 +302,7 @@ class CommandHandler:
                 del staged[table_id]
             return Outcome(refusal(INTERNAL, f"internal error running {type(command).__name__}"))
         s.events.extend(events)
-        if self.auto_start and table.next_hand_due():
+        if self.auto_start and _moves_on(table):
             s.events.extend(self._next_hand(table_id, table, s))
         return None
 
@@ -310,8 +310,10 @@ class CommandHandler:
         """The next hand's events: StartHand with a fresh seed, or, with ``pause_ms > 0``
         and no pause ended since the last hand, the pause before it (ScheduleHand: the
         timer service ends it, and the Timeout's batch starts the hand here; see
-        docs/design/timer.md).  None if the table refuses."""
-        pause = self.pause_ms > 0 and not table.pause_served
+        docs/design/timer.md); or the pause an idle table holds for its sat-out players
+        (R34: the table sets its end, when the first of them passes the limit).  None if
+        the table refuses."""
+        pause = table.next_pause_due() or (self.pause_ms > 0 and not table.pause_served)
         command = (ScheduleHand(pause_ms=self.pause_ms, now_ms=self.clock()) if pause
                    else StartHand(seed=self.new_seed(), now_ms=self.clock()))
         try:
@@ -388,3 +390,9 @@ def _view_reply(table: Table, sender: Sender | None) -> Reply:
     """The table as ``sender`` may see it: a player his own down cards too."""
     seat = seat_of(table, sender.name) if sender is not None and sender.role == "player" else None
     return Reply(ok=True, version=table.version, view=table_view(table, seat))
+
+
+def _moves_on(table: Table) -> bool:
+    """Does the table want its service to deal (a hand due) or to wait for its sat-out
+    players (R34: the pause that removes them when they pass the limit)?"""
+    return table.next_hand_due() or table.next_pause_due()

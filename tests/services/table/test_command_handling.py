@@ -13,7 +13,7 @@ from studroom.domain.authority import Sender
 from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown, SitOut, Timeout
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.errors import ALREADY_OPEN, DUPLICATE_COMMAND, NOT_YOUR_TURN, SEAT_TAKEN
-from studroom.domain.events import ChipsBought, HandStarted, PauseStarted, TableOpened, TurnStarted
+from studroom.domain.events import ChipsBought, HandStarted, PauseStarted, PlayerLeft, TableOpened, TurnStarted
 from studroom.domain.table import Table
 from studroom.services.wire import protocol
 from studroom.services.table.command_handling import CommandHandler
@@ -175,6 +175,29 @@ def test_R5_R20_a_pause_between_hands_is_a_stored_turn_the_timer_ends(store: Cou
     assert kinds[kinds.index("PauseStarted") + 1:][:2] == ["PauseEnded", "HandStarted"]
     assert len(store.appends[-1]) == 1                         # the Timeout's append starts the hand
     assert replayed(store, "t1").hand is not None and handler.stats.hands_started == 1
+
+
+def test_R34_an_idle_table_with_a_sat_out_player_pauses_until_the_limit_and_then_removes_him(
+        store: CountingStore) -> None:
+    """The service deals nothing while only one player is not sat out, but opens the
+    table's sit-out pause; the timer's Timeout at its end removes the player (cashed out)."""
+    now = [NOW]
+    handler = CommandHandler(store, clock=lambda: now[0], seed=seeded)
+    handler.handle("t1", OpenTable(table_id="t1", config=CONFIG))
+    for seat in range(2):
+        handler.handle("t1", SitDown(seat=seat, player=f"p{seat}"))
+    assert handler.handle("t1", SitOut(seat=1, command_id="1"), Sender("player", "p1")).ok
+    pause = store.load("t1")[-1]                             # in the SitOut's append
+    handler.handle("t1", BuyIn(seat=0, amount=500))
+    assert handler.handle("t1", BuyIn(seat=1, amount=500)).ok
+    limit_ms = CONFIG.sit_out_seconds * 1000
+    assert pause == PauseStarted(turn=1, deadline_ms=NOW + limit_ms, pause_ms=limit_ms, purpose="sit_out_limit")
+    assert replayed(store, "t1").hand is None
+    now[0] = NOW + limit_ms
+    assert handler.handle("t1", Timeout(turn=1, command_id="7"), Sender("service", "timer")).ok
+    left = [e for e in store.load("t1") if isinstance(e, PlayerLeft)]
+    assert [(e.player, e.cashed_out, e.reason) for e in left] == [("p1", 500, "sat_out_too_long")]
+    assert replayed(store, "t1").hand is None and 1 not in replayed(store, "t1").seats
 
 
 def test_R5_next_hand_due_on_tables_replayed_from_the_store(store: CountingStore) -> None:
