@@ -183,6 +183,46 @@ async def _day(live_room: LiveRoom, table_id: str) -> None:
         await nc.drain()
 
 
+def test_R34_a_player_who_stops_answering_is_sat_out_then_removed_and_cashed_out(live_room: LiveRoom) -> None:
+    """R34 on a live table: a bot stops answering; the timer times his turn out, the table
+    sits him out (dealt no hand) and, past the table's limit (1 s here), removes him and
+    cashes him out, all without an operator."""
+    table_id = f"ab{uuid.uuid4().hex[:6]}"
+    asyncio.run(_absent(live_room, table_id))
+
+
+async def _absent(live_room: LiveRoom, table_id: str) -> None:
+    floor = Floor(live_room, table_id)
+    quick = [*OPEN[:OPEN.index("--turn-seconds")], "--turn-seconds", "1", "--seats", "6", "--sit-out-seconds", "1"]
+    await floor.cli("open", table_id, *quick)
+    nc = await process.connect(live_room.url, "test-absent", creds=live_room.authority.ensure("operator", "floor"))
+    floor.viewer = TableClient(nc, "operator", "floor")
+    config = (await floor.view()).config
+    seats = {seat: f"{table_id}-p{seat}" for seat in range(3)}
+    bots = Room(live_room.url, [TablePlan(table_id, config, seats)], authority=live_room.authority, seed=34)
+    try:
+        await bots.start()
+        await floor.until(lambda v: v.hand_no >= 2, "two hands")
+        bots.bots[2].pause()                                   # seat 2 stops answering
+        await floor.until(lambda v: any(s.player == seats[2] and s.sit_out_reason == "timed_out" for s in v.seats),
+                          "sat out after a timed-out turn", within=30.0)
+        await floor.until(lambda v: all(s.player != seats[2] for s in v.seats), "removed past the limit", within=30.0)
+        left = [e for e in floor.events() if isinstance(e, PlayerLeft) and e.player == seats[2]]
+        assert [e.reason for e in left] == ["sat_out_too_long"]
+        cashier = CashierClient(nc, "operator", "floor")
+
+        async def credited() -> bool:
+            movements = await _movements(cashier, seats[2])
+            return left[0].cashed_out == 0 or any(
+                isinstance(m.event, CashedOut) and m.event.amount == left[0].cashed_out for m in movements)
+
+        await eventually(credited, f"{seats[2]}'s cash-out of {left[0].cashed_out}")
+        await floor.cli("close", table_id)
+    finally:
+        await bots.stop()
+        await nc.drain()
+
+
 async def _accounts_hold_all_but(cashier: CashierClient, players: list[str], rake: int) -> bool:
     """The players' balances are what was deposited less the table's rake; nothing reserved."""
     deposited = held = 0
