@@ -22,7 +22,9 @@ heads-up round (R14), the full bring-in of a player all-in from the ante (R16), 
 odd chip (R24: ours go by the highest card), a live dealer's exposed cards (R28), a
 fold out of turn by a player leaving the table, an ante left behind by a player who
 left before the deal, a bet or raise when every other player is all-in (PHH readers
-refuse it; ours returns it uncalled, R15).
+refuse it; ours returned it uncalled until R15's 2026-12 decision forbade it: older
+records), a short all-in of half a bet or more, which reopens the betting (R16; PHH
+readers reopen only on a full bet or raise).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from studroom.domain.events import (
     ShowdownStarted,
     TimedOut,
 )
+from studroom.domain.games import GAMES, Game
 from studroom.domain.hand_record import HandRecord
 
 VARIANTS: Final = {"seven_card_stud": "F7S", "seven_card_stud_hilo": "F7S/8", "five_card_stud": "F5S"}
@@ -76,7 +79,7 @@ def render(record: HandRecord) -> str:
     stacks = {s.seat: s.stack for s in started.seats}
     antes = {e.seat: e.amount for e in events if isinstance(e, AntePosted)}
     stakes = record.config.stakes
-    writer = _Actions(index, stakes.small_bet)
+    writer = _Actions(index, stakes.small_bet, stakes.big_bet, GAMES[record.config.game])
     for event in events:
         writer.add(event)
     gaps = writer.gaps
@@ -111,9 +114,12 @@ def render(record: HandRecord) -> str:
 class _Actions:
     """The PHH actions of a hand's events, and what they cannot state."""
 
-    def __init__(self, index: dict[int, int], small_bet: int) -> None:
+    def __init__(self, index: dict[int, int], small_bet: int, big_bet: int, game: Game) -> None:
         self.index = index
         self.small_bet = small_bet
+        self.big_bet = big_bet
+        self.game = game
+        self.full_bet = small_bet    # the round's full bet or raise (R11)
         self.actions: list[str] = []
         self.gaps: list[str] = []
         self.timed_out = False
@@ -135,6 +141,7 @@ class _Actions:
             self.deal(e)
         elif isinstance(e, RoundStarted):
             self.open_pair, self.bets_this_round, self.current = e.open_pair, 0, 0
+            self.full_bet = self.big_bet if self.game.streets[e.street].big else self.small_bet
         elif isinstance(e, TimedOut):
             self.timeout(e)
         elif isinstance(e, Acted):
@@ -183,6 +190,9 @@ class _Actions:
         if e.action in ("complete", "bet", "raise"):
             if not set(self.index) - self.out - {e.seat}:
                 self.gap("a bet or raise nobody could answer (every other player all-in)")
+            full_to = self.small_bet if e.action == "complete" else self.current + self.full_bet
+            if e.all_in and e.full and e.to < full_to:
+                self.gap("a short all-in of half a bet or more reopened the betting (R16)")
             self.bets_this_round += e.full
             if self.bets_this_round > MAX_BETS_A_ROUND:
                 self.gap("more than four bets in a heads-up round (R14)")
