@@ -40,7 +40,7 @@ from studroom.projections.ledger.schema import LEDGER_SCHEMA
 from studroom.services.auth.authority import Authority
 from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
-from studroom.services.disputes.stored_events import running_postgres
+from studroom.services.runtime.servers.attach import running_postgres
 from studroom.services.runtime.settings import (
     DATA_DIR_VAR,
     DATABASE_URL_VAR,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..runtime.arguments import positive_int
+from ..runtime.arguments import add_period, first_ms, last_ms, positive_int
 from ..runtime.settings import Settings
 
 
@@ -23,8 +23,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     replay.add_argument("--as", dest="player", default=None, help="as this player may see it (R23)")
     replay.set_defaults(run=_replay)
     verify = commands.add_parser("verify", help="every finished hand of a period replays consistently (exit 1 if not)")
-    verify.add_argument("--from", dest="start", default=None, metavar="D", help="from this day (YYYY-MM-DD, UTC) or instant")
-    verify.add_argument("--to", dest="end", default=None, metavar="D", help="to this day (included) or instant")
+    add_period(verify, instants=True)
     verify.add_argument("--table", default=None, help="only this table")
     verify.set_defaults(run=_verify)
 
@@ -33,8 +32,9 @@ def _replay(args: argparse.Namespace) -> int:
     from studroom.domain.hands import NoSuchHand, find
 
     from ..disputes.checks import check_hand
-    from ..disputes.stored_events import NoSuchTable, database, table_stream
+    from ..disputes.stored_events import NoSuchTable, table_stream
     from ..disputes.timeline import render
+    from ..runtime.servers.attach import database
 
     with database(Settings.from_env()) as url:
         try:
@@ -52,20 +52,12 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..disputes.stored_events import (
-        NoSuchTable,
-        all_streams,
-        database,
-        table_stream,
-    )
-    from ..disputes.verify import Period, parse_when, summarize, verify
+    from ..disputes.stored_events import NoSuchTable, all_streams, table_stream
+    from ..runtime.servers.attach import database
+    from ..disputes.verify import Period, summarize, verify
 
-    try:
-        period = Period(None if args.start is None else parse_when(args.start),
-                        None if args.end is None else parse_when(args.end, end=True))
-    except ValueError as e:
-        print(f"studroom verify: {e}", file=sys.stderr)
-        return 2
+    period = Period(None if args.first is None else first_ms(args.first),
+                    None if args.last is None else last_ms(args.last))
     with database(Settings.from_env()) as url:
         try:
             streams = [(args.table, table_stream(url, args.table))] if args.table else all_streams(url)

@@ -68,7 +68,7 @@ def _hands(args: argparse.Namespace) -> int:
     import psycopg
     from studroom.projections.history import queries
 
-    from ..disputes.stored_events import database
+    from ..runtime.servers.attach import database
 
     with database(Settings.from_env()) as url:
         _caught_up(url)
@@ -87,7 +87,7 @@ def _sessions(args: argparse.Namespace) -> int:
     import psycopg
     from studroom.projections.history import queries
 
-    from ..disputes.stored_events import database
+    from ..runtime.servers.attach import database
 
     with database(Settings.from_env()) as url:
         _caught_up(url)
@@ -110,7 +110,8 @@ def _export(args: argparse.Namespace) -> int:
     from studroom.domain.hands import NoSuchHand, find
     from studroom.projections.history import phh, text
 
-    from ..disputes.stored_events import NoSuchTable, database, table_stream
+    from ..disputes.stored_events import NoSuchTable, table_stream
+    from ..runtime.servers.attach import database
 
     with database(Settings.from_env()) as url:
         try:
@@ -131,7 +132,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     from studroom.projections.history.projector import Projector
     from studroom.projections.history.schema import drop
 
-    from ..disputes.stored_events import database
+    from ..runtime.servers.attach import database
 
     with database(Settings.from_env()) as url:
         with psycopg.connect(url, autocommit=True) as conn:

@@ -20,7 +20,7 @@ from studroom.domain.events import Acted, CardsDealt, Event
 from studroom.domain.hands import spans
 from studroom.domain.simulate import SimulatedTable
 from studroom.services.cli.main import main
-from studroom.services.disputes.stored_events import running_postgres
+from studroom.services.runtime.servers.attach import running_postgres
 from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.store.layout import store_of_table, store_schema
 from studroom.services.store.postgres import PostgresEventStore
