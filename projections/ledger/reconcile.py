@@ -1,16 +1,19 @@
 """Reconcile the books with the stores: ``studroom ledger reconcile``.
 
-For every stream of every store (or those the scope names), the stored events as far
-as the books have booked them are audited beside the booked entries (audit.py); then
-the books' totals make the room's equation
+Everything is read as of one cut (cut.py): each store's events up to its notification
+id in the cut, the entries the books hold of those notifications.  For every stream
+of every store (or those the scope names), the stored events are audited beside the
+booked entries (table_audit.py, account_audit.py); then the books' totals make the
+room's equation
 
     deposits + operator credits = withdrawals + account balances + chips in transit
                                   + chips on the tables + rake
 
 whose parts are compared with the domain's own figures where it has them (the
 replays of the tables and of the accounts; the transfers between the cashier and the
-tables that are not completed yet, account_audit.py).  Read only: bring the books up to date first
-(projector.py) to reconcile everything stored.
+tables that are not completed yet, account_audit.py).  Read only: book up to a cut first
+(:func:`.cut.book_to_cut`); without a cut, the books' positions are the cut (a room at
+rest).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from studroom.services.store.inspect import (
 from . import accounts
 from .account_audit import AccountAudit, transfers
 from .conservation import ChipCheck
+from .cut import Cut, books_cut, upto
 from .entries import CREDIT, DEPOSIT, WITHDRAWAL, Entry
 from .schema import LEDGER_SCHEMA
 from .schema import exists as books_exist
@@ -113,15 +117,18 @@ class Reconciliation:
 
 
 def reconcile(database_url: str, sources: Sequence[Source], *, ledger_schema: str = LEDGER_SCHEMA,
-              scope: Scope = Scope()) -> Reconciliation:
+              scope: Scope = Scope(), cut: Cut | None = None) -> Reconciliation:
     """Audit the stores' streams in ``scope`` beside the books, the transfers between
-    the cashier and the tables, and the equation."""
+    the cashier and the tables, and the equation, all as of ``cut`` (default: the
+    books' positions)."""
     result = Reconciliation()
     with psycopg.connect(database_url, autocommit=True) as conn:
         if not books_exist(conn, ledger_schema):
             result.differences.append(Difference(EQUATION, f"there are no books in schema {ledger_schema}"))
             return result
-        books = _Books(conn, ledger_schema)
+        booked = books_cut(conn, ledger_schema)
+        books = _Books(conn, ledger_schema, booked if cut is None else cut)
+        result.differences += _short_of(booked, books.cut)
         audits = [audit for source in sources if store_exists(conn, source.schema)
                   for audit in _audits(conn, database_url, source, books, scope)]
         tables = [a for a in audits if isinstance(a, TableAudit)]
@@ -145,8 +152,8 @@ def reconcile(database_url: str, sources: Sequence[Source], *, ledger_schema: st
 
 def _audits(conn: psycopg.Connection[Any], database_url: str, source: Source, books: _Books,
             scope: Scope) -> list[TableAudit | AccountAudit]:
-    """Each stream of one store in scope, audited up to the books' position."""
-    position = books.position(source.name)
+    """Each stream of one store in scope, audited up to the cut."""
+    position = books.cut.get(source.name, 0)
     streams = set(streams_upto(conn, source.schema, position)) | books.streams(source.name)
     if scope.table is not None:              # the table, and the accounts of its buy-ins and cash-outs
         streams &= {scope.table} | books.streams(source.name, table=scope.table)
@@ -168,22 +175,26 @@ def _audits(conn: psycopg.Connection[Any], database_url: str, source: Source, bo
     return audits
 
 
-class _Books:
-    """Reading the books."""
+def _short_of(booked: Cut, cut: Cut) -> list[Difference]:
+    """The stores whose books stop before the cut (their booking failed)."""
+    return [Difference(EQUATION, f"the books of {store} stop at notification {booked.get(store, 0)}, "
+                                 f"the cut is at {position}")
+            for store, position in sorted(cut.items()) if booked.get(store, 0) < position]
 
-    def __init__(self, conn: psycopg.Connection[Any], ledger_schema: str) -> None:
+
+class _Books:
+    """Reading the books as of a cut."""
+
+    def __init__(self, conn: psycopg.Connection[Any], ledger_schema: str, cut: Cut) -> None:
         self.conn = conn
         self.s = sql.Identifier(ledger_schema)
-
-    def position(self, store: str) -> int:
-        row = self.conn.execute(sql.SQL("SELECT position FROM {}.positions WHERE store = %s").format(self.s),
-                                (store,)).fetchone()
-        return 0 if row is None else int(row[0])
+        self.cut = cut
+        self._upto, self._cut_params = upto(cut)
 
     def streams(self, store: str, *, player: str | None = None, table: str | None = None) -> set[str]:
         """The streams of a store the books hold entries of (of a player, of a table)."""
-        query = sql.SQL("SELECT DISTINCT stream FROM {}.entries WHERE store = %s").format(self.s)
-        params: list[str] = [store]
+        query = sql.SQL("SELECT DISTINCT stream FROM {}.entries WHERE store = %s AND {}").format(self.s, self._upto)
+        params: list[Any] = [store, *self._cut_params]
         for column, value in (("player", player), ("table_id", table)):
             if value is not None:
                 query += sql.SQL(" AND {} = %s").format(sql.Identifier(column))
@@ -193,9 +204,10 @@ class _Books:
     def entries(self, store: str, stream: str) -> dict[int, list[Entry]]:
         """A stream's booked entries by version."""
         query = sql.SQL("SELECT version, kind, debit, credit, amount, table_id, hand_no, player, at_ms "
-                        "FROM {}.entries WHERE store = %s AND stream = %s ORDER BY version, seq").format(self.s)
+                        "FROM {}.entries WHERE store = %s AND stream = %s AND {} ORDER BY version, seq").format(
+            self.s, self._upto)
         out: dict[int, list[Entry]] = defaultdict(list)
-        for version, *entry in self.conn.execute(query, (store, stream)).fetchall():
+        for version, *entry in self.conn.execute(query, (store, stream, *self._cut_params)).fetchall():
             out[version].append(Entry(*entry))
         return out
 
@@ -205,8 +217,9 @@ class _Books:
         yet completed (``in_transit``)."""
         balances: dict[str, int] = defaultdict(int)
         kinds: dict[str, int] = defaultdict(int)
-        query = sql.SQL("SELECT debit, credit, kind, sum(amount)::bigint FROM {}.entries GROUP BY debit, credit, kind")
-        for debit, credit, kind, amount in self.conn.execute(query.format(self.s)).fetchall():
+        query = sql.SQL("SELECT debit, credit, kind, sum(amount)::bigint FROM {}.entries WHERE {} "
+                        "GROUP BY debit, credit, kind").format(self.s, self._upto)
+        for debit, credit, kind, amount in self.conn.execute(query, self._cut_params).fetchall():
             balances[accounts.class_of(debit)] += amount
             balances[accounts.class_of(credit)] -= amount
             kinds[kind] += amount

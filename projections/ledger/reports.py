@@ -1,7 +1,7 @@
 """What the accountant asks the books: the rake per table or per day, a player's statement.
 
-Both read the books only (``studroom ledger rake``, ``studroom ledger statement``);
-the rows go to :func:`.text.render`.
+Both read the books only (``studroom ledger rake``, ``studroom ledger statement``),
+as of a cut (cut.py) when given one; the rows go to :func:`.text.render`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 
 from . import accounts
+from .cut import Cut, upto
 from .entries import (
     BUY_IN,
     CASH_OUT,
@@ -32,13 +33,15 @@ _DAY: Final = "to_char(to_timestamp(at_ms / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM
 _NOT_A_HAND: Final = (DEPOSIT, WITHDRAWAL, RESERVE, REFUND_BUY_IN, CASH_OUT_CREDIT, BUY_IN, CREDIT, CASH_OUT)
 
 
-def rake(conn: psycopg.Connection[Any], by: str, ledger_schema: str = LEDGER_SCHEMA) -> tuple[list[str], list[list[Any]]]:
+def rake(conn: psycopg.Connection[Any], by: str, ledger_schema: str = LEDGER_SCHEMA,
+         cut: Cut | None = None) -> tuple[list[str], list[list[Any]]]:
     """The rake per table or per day (UTC): hands and pots raked, chips; a total last."""
     key = sql.SQL(_DAY) if by == "day" else sql.Identifier(RAKE_BY[by])
+    within, params = _within(cut)
     query = sql.SQL("SELECT {key} AS k, count(DISTINCT (table_id, hand_no)), count(*), sum(amount)::bigint "
-                    "FROM {s}.entries WHERE kind = 'rake' GROUP BY k ORDER BY k").format(
-        key=key, s=sql.Identifier(ledger_schema))
-    rows = [list(row) for row in conn.execute(query).fetchall()]
+                    "FROM {s}.entries WHERE kind = 'rake' AND {within} GROUP BY k ORDER BY k").format(
+        key=key, s=sql.Identifier(ledger_schema), within=within)
+    rows = [list(row) for row in conn.execute(query, params).fetchall()]
     total = ["total", *(sum(row[i] for row in rows) for i in (1, 2, 3))]
     return [by, "hands raked", "pots raked", "rake"], [*rows, total]
 
@@ -56,16 +59,23 @@ class Line:
     tables: int = 0           # on his seats and in his hands
 
 
-def statement(conn: psycopg.Connection[Any], player: str,
-              ledger_schema: str = LEDGER_SCHEMA) -> tuple[list[str], list[list[Any]], dict[str, int]]:
+def _within(cut: Cut | None) -> tuple[sql.Composable, tuple[Any, ...]]:
+    """Entries as of ``cut``; every entry without one."""
+    return (sql.SQL("true"), ()) if cut is None else upto(cut)
+
+
+def statement(conn: psycopg.Connection[Any], player: str, ledger_schema: str = LEDGER_SCHEMA,
+              cut: Cut | None = None) -> tuple[list[str], list[list[Any]], dict[str, int]]:
     """Every movement of ``player``'s chips in time order, a hand's bets and winnings as
     one line; and his totals (deposited, withdrawn, won at the tables, where his
     chips are now)."""
+    within, params = _within(cut)
     query = sql.SQL("SELECT store, at_ms, kind, debit, credit, amount, table_id, hand_no FROM {}.entries "
-                    "WHERE player = %s ORDER BY store, notification, seq").format(sql.Identifier(ledger_schema))
+                    "WHERE player = %s AND {} ORDER BY store, notification, seq").format(
+        sql.Identifier(ledger_schema), within)
     stores: dict[str, list[Line]] = {}
     hands: dict[tuple[str, int], Line] = {}
-    for store, at_ms, kind, debit, credit, amount, table, hand in conn.execute(query, (player,)).fetchall():
+    for store, at_ms, kind, debit, credit, amount, table, hand in conn.execute(query, (player, *params)).fetchall():
         if kind in _NOT_A_HAND or hand is None:
             line = Line(at_ms, kind, table, hand)
             stores.setdefault(store, []).append(line)

@@ -5,9 +5,11 @@
     studroom ledger statement PLAYER [--csv]
     studroom ledger rebuild
 
-Each first books what the stores hold that the books do not have yet (safe beside
-running ledger services), then reads.  They work on a stopped room's data folder: with
-no ``STUDROOM_DATABASE_URL`` the embedded PostgreSQL of the data folder is started.
+Each takes a cut of the stores (projections/ledger/cut.py), books up to it (safe
+beside running ledger services), then reads as of the cut.  They attach to the room's
+database as runtime/servers/attach.py finds it: ``STUDROOM_DATABASE_URL``, the running
+room's embedded PostgreSQL in the data folder, or, for a stopped room, one started
+there.
 ``reconcile`` exits 1 when it finds a difference, every command 2 on a usage error.
 """
 
@@ -18,11 +20,11 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from studroom.projections.ledger.schema import LEDGER_SCHEMA
 
-from ..runtime.arguments import positive_int
+from ..runtime.arguments import add_period, positive_int
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -32,8 +34,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     reconcile.add_argument("--hand", metavar="TABLE#HAND", help="one hand, e.g. t03#17")
     reconcile.add_argument("--table", help="one table")
     reconcile.add_argument("--player", help="one player's accounts and hands")
-    reconcile.add_argument("--from", dest="first", metavar="DAY", help="from this day (YYYY-MM-DD, UTC)")
-    reconcile.add_argument("--to", dest="last", metavar="DAY", help="up to this day, included")
+    add_period(reconcile)
     _common(reconcile, _reconcile)
     rake = actions.add_parser("rake", help="the rake per table or per day")
     rake.add_argument("--by", choices=("table", "day"), default="table")
@@ -57,36 +58,39 @@ def _common(parser: argparse.ArgumentParser, run: Any, *, csv: bool = True) -> N
     parser.set_defaults(run=run)
 
 
+class _Books(NamedTuple):
+    """The books brought up to a cut, and where to read them."""
+
+    url: str
+    conn: Any
+    sources: list[Any]
+    cut: dict[str, int]
+
+
 @contextlib.contextmanager
-def _books(args: argparse.Namespace, *, rebuild: bool = False) -> Iterator[tuple[str, Any, list[Any]]]:
-    """The database's URL, a connection to the books brought up to date (or rebuilt),
-    and the sources."""
+def _books(args: argparse.Namespace, *, rebuild: bool = False) -> Iterator[_Books]:
+    """The books booked (or rebuilt) up to a cut of the stores taken now."""
+    import dataclasses
+
     import psycopg
     from studroom.projections.ledger import schema
-    from studroom.projections.ledger.projector import Projector
+    from studroom.projections.ledger.cut import book_to_cut
     from studroom.projections.ledger.sources import all_sources
 
-    from ..runtime.servers.embedded_postgres import EmbeddedPostgres
+    from ..runtime.servers.attach import database
     from ..runtime.settings import Settings
 
     settings = Settings.from_env()
-    with contextlib.ExitStack() as stack:
-        url = settings.database_url
-        if url is None:
-            data_dir = Path(args.data_dir).expanduser().absolute() if args.data_dir else settings.data_dir
-            url = stack.enter_context(EmbeddedPostgres(data_dir)).url
-        conn = stack.enter_context(psycopg.connect(url, autocommit=True))
+    if args.data_dir:
+        settings = dataclasses.replace(settings, data_dir=Path(args.data_dir).expanduser().absolute())
+    with database(settings) as url, psycopg.connect(url, autocommit=True) as conn:
         sources = all_sources(conn, schemas=args.schema, stores=args.stores, cashier_schema=args.cashier_schema)
         if rebuild:
             schema.drop(conn, args.ledger_schema)
-        projector = Projector(url, sources, ledger_schema=args.ledger_schema)
-        try:
-            booked = projector.catch_up()
-        finally:
-            projector.close()
+        cut, booked = book_to_cut(url, sources, ledger_schema=args.ledger_schema)
         if booked:
             print(f"booked {booked:,} events new to the books", file=sys.stderr)
-        yield url, conn, sources
+        yield _Books(url, conn, sources, cut)
 
 
 def _reconcile(args: argparse.Namespace) -> int:
@@ -102,9 +106,9 @@ def _reconcile(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"studroom ledger reconcile: {e}", file=sys.stderr)
         return 2
-    with _books(args) as (url, _, sources):
-        result = reconcile(url, sources, ledger_schema=args.ledger_schema, scope=scope)
-    print(render_reconciliation(result, sources, args.ledger_schema, as_csv=args.csv))
+    with _books(args) as books:
+        result = reconcile(books.url, books.sources, ledger_schema=args.ledger_schema, scope=scope, cut=books.cut)
+    print(render_reconciliation(result, books.sources, args.ledger_schema, as_csv=args.csv))
     return 0 if result.clean else 1
 
 
@@ -117,7 +121,7 @@ def _scope(args: argparse.Namespace) -> Any:
             raise ValueError(f"--hand is TABLE#HAND (e.g. t03#17), not {args.hand!r}")
         return Scope(table=table, hand=int(number))
     if args.first or args.last:
-        return Scope.days(args.first, args.last)
+        return Scope.days(*(None if day is None else day.isoformat() for day in (args.first, args.last)))
     return Scope(table=args.table, player=args.player)
 
 
@@ -125,8 +129,8 @@ def _rake(args: argparse.Namespace) -> int:
     from studroom.projections.ledger.reports import rake
     from studroom.projections.ledger.text import render
 
-    with _books(args) as (_, conn, _sources):
-        header, rows = rake(conn, args.by, args.ledger_schema)
+    with _books(args) as books:
+        header, rows = rake(books.conn, args.by, args.ledger_schema, books.cut)
     print(render(header, rows, as_csv=args.csv))
     return 0
 
@@ -135,8 +139,8 @@ def _statement(args: argparse.Namespace) -> int:
     from studroom.projections.ledger.reports import statement
     from studroom.projections.ledger.text import render
 
-    with _books(args) as (_, conn, _sources):
-        header, rows, totals = statement(conn, args.player, args.ledger_schema)
+    with _books(args) as books:
+        header, rows, totals = statement(books.conn, args.player, args.ledger_schema, books.cut)
     print(render(header, rows, as_csv=args.csv))
     if not args.csv:
         print("\n" + "; ".join(f"{name} {value:,}" for name, value in totals.items()))
