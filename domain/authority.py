@@ -5,7 +5,7 @@ the NATS server authenticated (docs/design/trust.md) and hands it in as a
 :class:`Sender`.  Commands without a sender come from inside the room (the table
 service's own hand starts, scripted hands) and are trusted.
 
-- A **player** sits down as himself, and posts or skips the ante, acts, shows, mucks,
+- A **player** sits down, joins and leaves a waiting list as himself, and posts or skips the ante, acts, shows, mucks,
   sits out and leaves only for the seat he holds.  He never credits chips (a buy-in
   comes through the cashier, from his account) and never starts a hand.
 - An **operator** (floor, live dealer, cashier desk) opens, configures, pauses,
@@ -31,7 +31,9 @@ from .commands import (
     Command,
     ConfigureTable,
     DealStreet,
+    JoinWaitingList,
     Leave,
+    LeaveWaitingList,
     Muck,
     OpenTable,
     PauseTable,
@@ -51,8 +53,9 @@ from .names import is_name
 
 Role = Literal["player", "operator", "service"]
 
-# Commands a player gives for the seat he holds (SitDown: for himself).
+# Commands a player gives for the seat he holds; and those he gives as himself, by name.
 SEAT_COMMANDS: Final = (PostAnte, SkipAnte, Act, Show, Muck, SitOut, Leave)
+OWN_NAME_COMMANDS: Final = (SitDown, JoinWaitingList, LeaveWaitingList)
 OPERATOR_COMMANDS: Final = (
     OpenTable, DealStreet, StartHand, SitOut, Leave,
     ConfigureTable, PauseTable, ResumeTable, CloseTable, SitOutPlayer, RemovePlayer,   # the floor
@@ -83,9 +86,9 @@ def authorize(command: Command, sender: Sender, seat_holder: dict[int, str], liv
     if not is_name(sender.name):
         raise _forbidden(sender, command, "no identity of this room has such a name")
     if sender.role == "player":
-        if isinstance(command, SitDown):
+        if isinstance(command, OWN_NAME_COMMANDS):
             if command.player != sender.name:
-                raise _forbidden(sender, command, f"a player sits down only as himself, not as {quoted(command.player)}")
+                raise _forbidden(sender, command, f"a player acts only as himself, not as {quoted(command.player)}")
             return
         if isinstance(command, SEAT_COMMANDS):
             seat: int = command.seat  # type: ignore[attr-defined]

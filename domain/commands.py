@@ -149,9 +149,25 @@ class RemovePlayer(Command, tag=True):
     player: str
 
 
+# --- the waiting list (domain/waiting_list.py) ---------------------------------------
+
+
+class JoinWaitingList(Command, tag=True):
+    """Wait for a seat at this table: a player, as himself (domain/authority.py)."""
+
+    player: str
+
+
+class LeaveWaitingList(Command, tag=True):
+    """Leave the waiting list (an open offer of a seat to him ends with it)."""
+
+    player: str
+
+
 TableCommand = Union[
     OpenTable, SitDown, BuyIn, SitOut, Leave, StartHand, ScheduleHand, PostAnte, SkipAnte, DealStreet,
     Act, Timeout, Show, Muck, ConfigureTable, PauseTable, ResumeTable, CloseTable, SitOutPlayer, RemovePlayer,
+    JoinWaitingList, LeaveWaitingList,
 ]
 
 COMMAND_TYPES = TableCommand.__args__  # type: ignore[attr-defined]

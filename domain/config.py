@@ -13,6 +13,7 @@ from .limits import DEFAULT_MAX_BUY_IN_BIG_BETS, MAX_STAKE, MAX_TABLE_CHIPS, SEA
 
 TimeoutPolicy = Literal["all_in_protection", "check_or_fold"]
 SIT_OUT_SECONDS: Final = (1, 86_400)   # R34: how long a seat may sit out before removal: 1 s .. 1 day
+SEAT_OFFER_SECONDS: Final = (1, 3600)  # how long a seat offered from the waiting list stays open: 1 s .. 1 h
 
 
 class Stakes(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -48,6 +49,7 @@ class TableConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     auto_deal: bool = True               # online tables deal by themselves; live-dealer
                                          # tables (R28) wait for the console's DealStreet
     sit_out_seconds: int = 600           # R34: sat out longer, a player is removed and cashed out
+    seat_offer_seconds: int = 60         # the waiting list: how long a seat offered to its first stays his
 
     @property
     def seat_count(self) -> int:
@@ -100,6 +102,7 @@ def validate(config: TableConfig) -> None:
     for name in ("action_seconds", "ante_seconds", "showdown_seconds"):
         _bounded(BAD_CONFIG, name, getattr(config, name), *TIMER_SECONDS)
     _bounded(BAD_CONFIG, "sit_out_seconds", config.sit_out_seconds, *SIT_OUT_SECONDS)
+    _bounded(BAD_CONFIG, "seat_offer_seconds", config.seat_offer_seconds, *SEAT_OFFER_SECONDS)
 
 
 def _bounded(code: str, name: str, value: object, low: int, high: int) -> None:

@@ -24,6 +24,9 @@ SEAT_TAKEN: Final = "seat_taken"
 ALREADY_SEATED: Final = "already_seated"
 ALREADY_LEAVING: Final = "already_leaving"
 NO_CHANGE: Final = "no_change"
+ALREADY_WAITING: Final = "already_waiting"  # he is on the table's waiting list already
+NOT_WAITING: Final = "not_waiting"          # he is not on the table's waiting list
+SEAT_OFFERED: Final = "seat_offered"        # the seat is offered to (or kept for) a player on the waiting list
 
 # Chips
 BAD_AMOUNT: Final = "bad_amount"

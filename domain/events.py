@@ -33,13 +33,15 @@ TimeoutOutcome = Literal["fold", "check", "bring_in", "protected", "show"]
 EndedOn = Literal["showdown", "fold"]
 SitOutReason = Literal["own", "timed_out", "operator"]
 LeftReason = Literal["own", "removed", "sat_out_too_long", "table_closed"]
-PausePurpose = Literal["next_hand", "sit_out_limit"]
+PausePurpose = Literal["next_hand", "sit_out_limit", "seat_offer"]
+WaitingLeftReason = Literal["own", "seated", "offer_passed", "table_closed"]
 
 
 class Event(msgspec.Struct, frozen=True, tag_field="type", kw_only=True):
     v: int = 1
     command_id: str | None = None   # on the first event of a command that had an id
     __secret__: ClassVar[tuple[str, ...]] = ()
+    __addressee__: ClassVar[str] = ""   # a field naming a player who gets a copy though he holds no seat
 
 
 # --- the table -------------------------------------------------------------------------
@@ -115,6 +117,34 @@ class LeaveRequested(Event, tag=True):
 
     seat: int
     reason: LeftReason = "own"
+
+
+# --- the waiting list (domain/waiting_list.py) -----------------------------------------
+
+
+class WaitingListJoined(Event, tag=True):
+    """A player joined the table's waiting list, at its end."""
+
+    player: str
+
+
+class WaitingListLeft(Event, tag=True):
+    """A player is off the waiting list: he left it (``own``), took the seat offered
+    to him (``seated``), let the offer pass (``offer_passed``), or the table closed."""
+
+    player: str
+    reason: WaitingLeftReason = "own"
+
+
+class SeatOffered(Event, tag=True):
+    """The first waiting player is offered ``seat`` until ``until_ms``: meanwhile only
+    he may sit down there.  Public, as the list is; he holds no seat, so it also goes to
+    his own private subject by name (``__addressee__``, domain/views.py)."""
+
+    __addressee__ = "player"
+    player: str
+    seat: int
+    until_ms: int
 
 
 # --- a hand ----------------------------------------------------------------------------
@@ -258,7 +288,7 @@ class PauseStarted(Event, tag=True):
     turn: int
     deadline_ms: int
     pause_ms: int
-    purpose: PausePurpose = "next_hand"   # R34: "sit_out_limit" waits for a sit-out to pass the limit
+    purpose: PausePurpose = "next_hand"   # R34: "sit_out_limit"; the waiting list: "seat_offer"
 
 
 class PauseEnded(Event, tag=True):
@@ -347,6 +377,7 @@ TableEvent = Union[
     LastCardsExposed, RoundStarted, TurnStarted, Acted, TimedOut, Announced, RoundEnded,
     ShowdownStarted, HandShown, HandMucked, PotAwarded, HandEnded, PauseStarted, PauseEnded,
     TableConfigured, TablePaused, TableResumed, TableClosing, TableClosed,
+    WaitingListJoined, WaitingListLeft, SeatOffered,
 ]
 
 EVENT_TYPES: tuple[type[Event], ...] = TableEvent.__args__  # type: ignore[attr-defined]

@@ -22,16 +22,17 @@ import msgspec
 
 from .config import TableConfig
 from .deck import CommittedDeck, ListedDeck
-from .events import TurnStarted
+from .events import SeatOffered, TurnStarted
 from .games import GAMES
 from .hand import HandPlayer, HandState
 from .table import SeatState, Table
 
-SNAPSHOT_VERSION: Final = 2     # 2: the floor and R34 (issue 18)
+SNAPSHOT_VERSION: Final = 3     # 2: the floor and R34 (issue 18); 3: the waiting list
 
 TABLE_FIELDS: Final = (
     "table_id", "config", "seats", "button", "hand_no", "turn", "hand", "version", "last_command_ids",
-    "last_turn", "pause_turn", "pause_served", "pause_for_sit_outs", "next_config", "paused", "closing", "closed",
+    "last_turn", "pause_turn", "pause_served", "pause_waiting", "next_config", "paused", "closing", "closed",
+    "waiting", "offer",
 )
 TABLE_DERIVED: Final = ("game",)                    # GAMES[config.game]
 HAND_DERIVED: Final = ("_in_order", "_live", "_actors", "_clockwise")   # from order and players
@@ -62,11 +63,13 @@ class TableSnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     last_turn: TurnStarted | None
     pause_turn: int | None
     pause_served: bool
-    pause_for_sit_outs: bool
+    pause_waiting: bool
     next_config: TableConfig | None
     paused: bool
     closing: bool
     closed: bool
+    waiting: list[str]
+    offer: SeatOffered | None
 
 
 _encode = msgspec.json.Encoder().encode
@@ -81,8 +84,9 @@ def capture(table: Table) -> bytes:
         button=table.button, hand_no=table.hand_no, turn=table.turn,
         hand=None if table.hand is None else _hand(table.hand),
         version=table.version, last_command_ids=dict(table.last_command_ids), last_turn=table.last_turn,
-        pause_turn=table.pause_turn, pause_served=table.pause_served, pause_for_sit_outs=table.pause_for_sit_outs,
+        pause_turn=table.pause_turn, pause_served=table.pause_served, pause_waiting=table.pause_waiting,
         next_config=table.next_config, paused=table.paused, closing=table.closing, closed=table.closed,
+        waiting=list(table.waiting), offer=table.offer,
     ))
 
 
@@ -101,8 +105,9 @@ def restore(data: bytes) -> Table:
     table.version, table.last_turn = s.version, s.last_turn
     table.last_command_ids = dict(s.last_command_ids)
     table.pause_turn, table.pause_served = s.pause_turn, s.pause_served
-    table.pause_for_sit_outs, table.next_config = s.pause_for_sit_outs, s.next_config
+    table.pause_waiting, table.next_config = s.pause_waiting, s.next_config
     table.paused, table.closing, table.closed = s.paused, s.closing, s.closed
+    table.waiting, table.offer = list(s.waiting), s.offer
     return table
 
 

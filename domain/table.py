@@ -23,14 +23,15 @@ from typing import Any, Final
 
 import msgspec
 
-from . import announcements, buy_ins, command_ids
+from . import announcements, buy_ins, command_ids, waiting_list
 from .authority import Sender, authorize
 from .buy_ins import SeatChips
 from .betting import bet_sizes, decide_action, next_to_act, options, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
-    Act, BuyIn, CloseTable, Command, ConfigureTable, DealStreet, Leave, Muck, OpenTable, PauseTable, PostAnte,
-    RemovePlayer, ResumeTable, ScheduleHand, Show, SitDown, SitOut, SitOutPlayer, SkipAnte, StartHand, Timeout,
+    Act, BuyIn, CloseTable, Command, ConfigureTable, DealStreet, JoinWaitingList, Leave, LeaveWaitingList, Muck,
+    OpenTable, PauseTable, PostAnte, RemovePlayer, ResumeTable, ScheduleHand, Show, SitDown, SitOut, SitOutPlayer,
+    SkipAnte, StartHand, Timeout,
 )
 from .config import TableConfig, too_many_players, validate
 from .deck import MAX_ENTROPY_BYTES, CommittedDeck, ListedDeck, scripted_key, seed_hash
@@ -70,8 +71,9 @@ from .events import (
     DealtCard,
     EndedOn, Event, HandCancelled, HandEnded, HandMucked, HandSeat, HandShown, HandStarted, LastCardsExposed,
     LeaveRequested, LeftReason, PauseEnded, PauseStarted, PlayerLeft, PlayerSatDown, PotAwarded, RoundEnded,
-    RoundStarted, ShowdownStarted, SitOutChanged, SitOutReason, TableClosed, TableClosing, TableConfigured,
-    TableOpened, TablePaused, TableResumed, TimedOut, TurnStarted,
+    RoundStarted, SeatOffered, ShowdownStarted, SitOutChanged, SitOutReason, TableClosed, TableClosing,
+    TableConfigured, TableOpened, TablePaused, TableResumed, TimedOut, TurnStarted, WaitingListJoined,
+    WaitingListLeft,
 )
 from .games import GAMES, Game
 from .hand import HandPlayer, HandState
@@ -122,11 +124,13 @@ class Table:
         self.last_turn: TurnStarted | None = None   # the hand's latest turn (views: its deadline)
         self.pause_turn: int | None = None   # the open pause before the next hand (its turn number)
         self.pause_served = False            # a pause ended since the last hand started
-        self.pause_for_sit_outs = False      # R34: the open pause waits for a sit-out to pass the limit
+        self.pause_waiting = False           # the open pause waits for a sit-out's limit (R34) or a seat offer
         self.next_config: TableConfig | None = None   # an operator's settings for the next hand
         self.paused = False                  # an operator paused the table: no new hand
         self.closing = False                 # closed during a hand: closes when it ends
         self.closed = False                  # every command is refused (table_closed)
+        self.waiting: list[str] = []         # the waiting list, first first (domain/waiting_list.py)
+        self.offer: SeatOffered | None = None   # the seat offered to the first waiting, while open
         self._events: list[Event] = []
 
     # --- event sourcing ---------------------------------------------------------------
@@ -270,7 +274,11 @@ class Table:
             raise too_many_players(config.game)
         if any(s.player == c.player for s in self.seats.values()):
             raise DomainError(ALREADY_SEATED, f"player {c.player!r} already sits at this table")
+        waiting_list.check_sit_down(self.waiting, self.offer, c.player, c.seat)
         self._emit(PlayerSatDown(seat=c.seat, player=c.player, auto_ante=c.auto_ante))
+        if c.player in self.waiting:
+            self._emit(WaitingListLeft(player=c.player, reason="seated"))
+            self._offer_seat(c)
 
     def _buy_in(self, c: BuyIn) -> None:
         config = self._require_config()
@@ -332,6 +340,41 @@ class Table:
                 self._after_ante(c)
             elif was_live and p.folded:
                 self._after_fold(c, seat_no, was_turn)
+        self._offer_seat(c)
+
+    # --- commands: the waiting list (domain/waiting_list.py) ---------------------------
+
+    def _join_waiting_list(self, c: JoinWaitingList) -> None:
+        self._require_config()
+        check_name(c.player, "player name")
+        waiting_list.check_join(self.waiting, [s.player for s in self.seats.values()], c.player)
+        self._emit(WaitingListJoined(player=c.player))
+        self._offer_seat(c)
+
+    def _leave_waiting_list(self, c: LeaveWaitingList) -> None:
+        self._require_config()
+        waiting_list.check_leave(self.waiting, c.player)
+        self._emit(WaitingListLeft(player=c.player, reason="own"))
+        self._offer_seat(c)
+
+    def _serve_waiting_list(self, c: Command) -> None:
+        """Between hands: an offer that passed unanswered takes its player off the list,
+        and a free seat goes to the next (the table's clock is the command's)."""
+        offer = self.offer
+        if offer is not None and waiting_list.passed(offer, c.now_ms):
+            self._emit(WaitingListLeft(player=offer.player, reason="offer_passed"))
+        self._offer_seat(c)
+
+    def _offer_seat(self, c: Command) -> None:
+        """A free seat, someone waiting and no offer open: offer it to the first."""
+        config = self._require_config()
+        if self.closing or self.closed:
+            return
+        seat = waiting_list.free_seat(self.seats, config.seat_count, config.max_players)
+        player = waiting_list.next_offer(self.waiting, self.offer, seat)
+        if player is not None and seat is not None:
+            self._emit(SeatOffered(player=player, seat=seat,
+                                   until_ms=self._deadline(c, config.seat_offer_seconds)))
 
     # --- commands: the floor (an operator's; authority.py) -----------------------------
 
@@ -374,6 +417,8 @@ class Table:
     def _close_now(self) -> None:
         for seat, state in sorted(self.seats.items()):
             self._emit(PlayerLeft(seat=seat, player=state.player, cashed_out=state.stack, reason="table_closed"))
+        for player in list(self.waiting):
+            self._emit(WaitingListLeft(player=player, reason="table_closed"))
         self._emit(TableClosed())
 
     # --- commands: a hand -------------------------------------------------------------
@@ -392,14 +437,15 @@ class Table:
         return self._idle() and len(self.ready_seats()) >= MIN_PLAYERS
 
     def next_pause_due(self) -> bool:
-        """R34: is a pause for sat-out players due?  An idle online table that deals no
-        hand while someone sits out: its service sends a ScheduleHand, and the table
-        makes the pause last until the first sat-out seat passes the table's limit
-        (``sit_out_seconds``); the timer's Timeout for it removes every seat past the
-        limit.  The table has no clock of its own: so it keeps ONE timer, the pause's
+        """R34: is a pause for sat-out players, or for a seat offer, due?  An idle
+        online table that deals no hand while someone sits out or a seat is offered: its
+        service sends a ScheduleHand, and the table makes the pause last until the first
+        sat-out seat passes the table's limit (``sit_out_seconds``) or the offer passes;
+        the timer's Timeout for it removes every seat past the limit and passes the
+        offer on.  The table has no clock of its own: so it keeps ONE timer, the pause's
         (docs/design/timer.md); a hand that becomes possible ends the pause at once."""
-        return self._idle() and len(self.ready_seats()) < MIN_PLAYERS and any(
-            state.sitting_out for state in self.seats.values())
+        return self._idle() and len(self.ready_seats()) < MIN_PLAYERS and (self.offer is not None or any(
+            state.sitting_out for state in self.seats.values()))
 
     def _idle(self) -> bool:
         """An online table, open for play, with no hand under way and no pause open."""
@@ -417,7 +463,7 @@ class Table:
         if self.pause_turn is not None:
             raise DomainError(NO_CHANGE, f"the pause {self.pause_turn} is already open")
         if self.next_pause_due():
-            self._open_sit_out_pause(c)
+            self._open_waiting_pause(c)
             return
         if not self.next_hand_due():
             raise DomainError(NOT_ENOUGH_PLAYERS, "no hand is due: it needs two ready players at an online table (R5)")
@@ -425,11 +471,15 @@ class Table:
             raise DomainError(BAD_CONFIG, f"a pause is 1..{MAX_PAUSE_MS} ms, not {c.pause_ms}")
         self._emit(PauseStarted(turn=self.turn + 1, deadline_ms=c.now_ms + c.pause_ms, pause_ms=c.pause_ms))
 
-    def _open_sit_out_pause(self, c: ScheduleHand) -> None:
-        """R34: pause until the first sat-out seat passes the limit (1 ms if one has)."""
-        deadline = max(c.now_ms + 1, min(self._out_until(s) for s in self.seats.values() if s.sitting_out))
+    def _open_waiting_pause(self, c: ScheduleHand) -> None:
+        """R34: pause until the first sat-out seat passes the limit, or the open seat
+        offer passes, whichever comes first (1 ms if one has)."""
+        out = [self._out_until(s) for s in self.seats.values() if s.sitting_out]
+        offered = self.offer.until_ms if self.offer is not None else None
+        first = min(out + ([] if offered is None else [offered]))
+        deadline = max(c.now_ms + 1, first)
         self._emit(PauseStarted(turn=self.turn + 1, deadline_ms=deadline, pause_ms=deadline - c.now_ms,
-                                purpose="sit_out_limit"))
+                                purpose="seat_offer" if first == offered else "sit_out_limit"))
 
     def _out_until(self, seat: SeatState) -> int:
         """R34: when a sat-out seat passes the table's limit and is removed."""
@@ -438,7 +488,7 @@ class Table:
     def _end_sit_out_pause(self) -> None:
         """R34: a pause for sat-out players ends at once when a hand can be dealt after
         all (a player sat in, chips came): the table deals without waiting for it."""
-        if self.pause_turn is not None and self.pause_for_sit_outs and len(self.ready_seats()) >= MIN_PLAYERS:
+        if self.pause_turn is not None and self.pause_waiting and len(self.ready_seats()) >= MIN_PLAYERS:
             self._emit(PauseEnded(turn=self.pause_turn))
 
     def _remove_absent(self, c: Command) -> None:
@@ -772,6 +822,7 @@ class Table:
             raise DomainError(NOT_YOUR_TURN, f"the pause {c.turn} belongs to no seat, not {c.seat}")
         self._emit(PauseEnded(turn=c.turn))
         self._remove_absent(c)
+        self._serve_waiting_list(c)
 
     def _sit_out_absent(self, seat_no: int) -> None:
         """R34: a player whose turn timed out (any turn: ante, act, show) is sat out
@@ -865,6 +916,8 @@ class Table:
         self._remove_absent(c)
         if self.closing:
             self._close_now()
+        else:
+            self._serve_waiting_list(c)
 
     def _game(self) -> Game:
         assert self.game is not None
@@ -1169,11 +1222,11 @@ def _next_config_in_force(t: Table) -> None:
 
 def _pause_started(t: Table, e: PauseStarted) -> None:
     t.turn = t.pause_turn = e.turn
-    t.pause_for_sit_outs = e.purpose == "sit_out_limit"
+    t.pause_waiting = e.purpose != "next_hand"
 
 
 def _pause_ended(t: Table, e: PauseEnded) -> None:
-    t.pause_turn, t.pause_served, t.pause_for_sit_outs = None, True, False
+    t.pause_turn, t.pause_served, t.pause_waiting = None, True, False
 
 
 def _configured(t: Table, e: TableConfigured) -> None:
@@ -1196,13 +1249,28 @@ def _closing(t: Table, e: TableClosing) -> None:
 
 
 def _closed(t: Table, e: TableClosed) -> None:
-    t.closed, t.closing, t.pause_turn, t.pause_for_sit_outs = True, False, None, False
+    t.closed, t.closing, t.pause_turn, t.pause_waiting = True, False, None, False
+
+
+def _waiting_joined(t: Table, e: WaitingListJoined) -> None:
+    t.waiting.append(e.player)
+
+
+def _waiting_left(t: Table, e: WaitingListLeft) -> None:
+    t.waiting.remove(e.player)
+    if t.offer is not None and t.offer.player == e.player:
+        t.offer = None
+
+
+def _seat_offered(t: Table, e: SeatOffered) -> None:
+    t.offer = msgspec.structs.replace(e, command_id=None)   # the offer, whichever command made it
 
 
 # the attributes that make up a table's state (``state()``, snapshots)
 _STATE: Final = (
     "table_id", "config", "game", "seats", "button", "hand_no", "turn", "hand", "version", "last_command_ids",
-    "last_turn", "pause_turn", "pause_served", "pause_for_sit_outs", "next_config", "paused", "closing", "closed",
+    "last_turn", "pause_turn", "pause_served", "pause_waiting", "next_config", "paused", "closing", "closed",
+    "waiting", "offer",
 )
 
 _APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {
@@ -1215,7 +1283,8 @@ _APPLY: Final[dict[type[Event], Callable[[Table, Any], None]]] = {
     ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked,
     PotAwarded: _nothing, HandEnded: _hand_ended, PauseStarted: _pause_started, PauseEnded: _pause_ended,
     TableConfigured: _configured, TablePaused: _paused, TableResumed: _resumed, TableClosing: _closing,
-    TableClosed: _closed,
+    TableClosed: _closed, WaitingListJoined: _waiting_joined, WaitingListLeft: _waiting_left,
+    SeatOffered: _seat_offered,
 }
 
 _HANDLERS: Final[dict[type[Command], Callable[[Table, Any], None]]] = {
@@ -1226,7 +1295,10 @@ _HANDLERS: Final[dict[type[Command], Callable[[Table, Any], None]]] = {
     Timeout: Table._timeout, Show: Table._show, Muck: Table._muck,
     ConfigureTable: Table._configure, PauseTable: Table._pause_table, ResumeTable: Table._resume_table,
     CloseTable: Table._close_table, SitOutPlayer: Table._sit_out_player, RemovePlayer: Table._remove_player,
+    JoinWaitingList: Table._join_waiting_list, LeaveWaitingList: Table._leave_waiting_list,
 }
 
 # what a closing table refuses (table_closed): its last hand and leaving go on
-_REFUSED_WHILE_CLOSING: Final = (SitDown, BuyIn, ConfigureTable, PauseTable, ResumeTable, ScheduleHand, StartHand)
+_REFUSED_WHILE_CLOSING: Final = (
+    SitDown, BuyIn, ConfigureTable, PauseTable, ResumeTable, ScheduleHand, StartHand, JoinWaitingList,
+)

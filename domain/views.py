@@ -10,6 +10,8 @@ shown or mucked hand), so it goes exactly where the card goes:
 * public: up cards, community cards, shown hands;
 * privately to the owner: his down cards;
 * privately to each participant of the showdown: a mucked hand (R23);
+* to a player by name, who may hold no seat (``__addressee__``): a seat offered to him
+  from the waiting list (public too; the private copy reaches him wherever he is);
 * nowhere: folded hands, burns, the seed.
 
 A table's view (:func:`table_view`, what a reconnecting player asks for) is built from
@@ -25,7 +27,7 @@ import msgspec
 
 from .cards import show, show_many
 from .config import TableConfig
-from .events import CardsDealt, DealtCard, Event, HandMucked, SitOutReason, TurnStarted
+from .events import CardsDealt, DealtCard, Event, HandMucked, SeatOffered, SitOutReason, TurnStarted
 from .hand import HandPlayer, HandState
 from .table import SeatState, Table
 
@@ -89,6 +91,16 @@ def owners_of_private_cards(event: Event) -> list[int]:
     return []
 
 
+def addressee(event: Event) -> tuple[str, int] | None:
+    """The player an event goes to by name (its ``__addressee__`` field; he may hold no
+    seat, so the seat map cannot address him) and the seat it is about (its copy's
+    number), or None.  Such an event holds no secret: his copy is the public one."""
+    field = type(event).__addressee__
+    if not field:
+        return None
+    return getattr(event, field), getattr(event, "seat")
+
+
 # --- a table as one player may see it (a (re)connecting client's ViewTable) ----------
 
 
@@ -143,6 +155,8 @@ class TableView(msgspec.Struct, frozen=True):
     turn: TurnStarted | None = None   # the open turn: whose, what he may do, until when
     state: TableState = "open"    # the floor's: "paused" deals no new hand, "closing" ends with its hand
     next_config: TableConfig | None = None   # the floor's settings for the next hand
+    waiting: list[str] = []       # the waiting list, first first (public, as the seats are)
+    offer: SeatOffered | None = None   # the seat offered to the first waiting, while open
 
 
 def seat_of(table: Table, player: str) -> int | None:
@@ -175,6 +189,8 @@ def table_view(table: Table, seat: int | None) -> TableView:
         turn=open_turn,
         state=_state(table),
         next_config=table.next_config,
+        waiting=list(table.waiting),
+        offer=table.offer,
     )
 
 

@@ -138,7 +138,7 @@ def test_the_floors_state_and_a_sit_out_restore():
     heads_up, events = new_table("seven_card_stud", 2, stack=300)
     events += heads_up.execute(SitOut(seat=1, now_ms=5_000))
     events += heads_up.execute(ScheduleHand(pause_ms=500, now_ms=6_000))
-    assert heads_up.pause_for_sit_outs
+    assert heads_up.pause_waiting
     assert snapshot.restore(snapshot.capture(heads_up)).state() == Table.replay(events).state()
 
 
