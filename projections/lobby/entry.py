@@ -124,6 +124,7 @@ class LobbyEntry(msgspec.Struct, omit_defaults=True):
     min_buy_in: int
     max_buy_in: int
     players: list[SeatRow] = []   # by seat
+    waiting: int = 0              # players on the table's waiting list
     hand_no: int = 0              # the hand in play, else the last one started
     running: bool = False         # a hand is under way
     state: str = OPEN             # see above

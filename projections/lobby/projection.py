@@ -83,7 +83,7 @@ def from_view(view: TableView, previous: LobbyEntry | None, seq: int, at_ms: int
     card) shows it; the counts and the last hour kept from ``previous``."""
     entry = opened(TableOpened(table_id=view.table_id, config=view.config))
     entry.players = [SeatRow(s.seat, s.player, s.stack, s.sitting_out) for s in view.seats]
-    entry.hand_no, entry.state = view.hand_no, view.state
+    entry.hand_no, entry.state, entry.waiting = view.hand_no, view.state, len(view.waiting)
     if view.hand is not None:
         entry.running = True
         entry.hand = HandPicture(

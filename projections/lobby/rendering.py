@@ -60,7 +60,7 @@ LANGUAGES: Final = tuple(WORDS)
 
 
 LOBBY_HEADER: Final = ("table", "game", "stakes", "buy-in", "seats", "hand", "state", "avg pot", "hands/h",
-                       "4th st", "t/o/h", "players")
+                       "4th st", "t/o/h", "waiting", "players")
 
 
 def lobby_text(entries: list[LobbyEntry]) -> str:
@@ -79,6 +79,7 @@ def _lobby_row(entry: LobbyEntry) -> list[object]:
             f"{number(entry.min_buy_in)}-{number(entry.max_buy_in)}", f"{f.seats_taken}/{f.seats_taken + f.seats_free}",
             f"#{entry.hand_no}", state_text(entry, WORDS["en"]), f.average_pot, f.hands_per_hour,
             None if f.fourth_street_pct is None else f"{f.fourth_street_pct}%", f.timeouts_per_hour,
+            entry.waiting,
             "  ".join(_seat_cell(entry, row.seat) for row in entry.players)]
 
 

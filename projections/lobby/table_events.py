@@ -5,7 +5,8 @@ these with the hand's events.
 The floor's events (issue 18): ``TableConfigured`` (stakes and the rest from the next
 hand on, as the table takes them), ``TablePaused`` / ``TableResumed``, ``TableClosing``
 (an operator closed the table mid-hand) and ``TableClosed``; a player sat out (R34) or
-removed comes as ``SitOutChanged`` or ``PlayerLeft``, as for anyone.
+removed comes as ``SitOutChanged`` or ``PlayerLeft``, as for anyone.  The waiting list
+counts who joined (``WaitingListJoined``) less who left it (``WaitingListLeft``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from studroom.domain.events import (
     TableOpened,
     TablePaused,
     TableResumed,
+    WaitingListJoined,
+    WaitingListLeft,
 )
 
 from .entry import (
@@ -107,8 +110,17 @@ def leave_requested(entry: LobbyEntry, e: LeaveRequested, at_ms: int) -> None:
                 hand.turn = None
 
 
+def waiting_joined(entry: LobbyEntry, e: WaitingListJoined, at_ms: int) -> None:
+    entry.waiting += 1
+
+
+def waiting_left(entry: LobbyEntry, e: WaitingListLeft, at_ms: int) -> None:
+    entry.waiting = max(0, entry.waiting - 1)
+
+
 TABLE_EVENTS: Final[dict[type[Event], Callable[[LobbyEntry, Any, int], None]]] = {
     PlayerSatDown: sat_down, ChipsBought: bought, SitOutChanged: sit_out_changed, PlayerLeft: left,
     LeaveRequested: leave_requested, TableConfigured: configured, TablePaused: state_change(PAUSED),
     TableResumed: state_change(OPEN), TableClosing: state_change(CLOSING), TableClosed: state_change(CLOSED),
+    WaitingListJoined: waiting_joined, WaitingListLeft: waiting_left,
 }

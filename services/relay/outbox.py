@@ -76,7 +76,8 @@ class Outbox:
     Notification ``n`` of store ``S`` gives the public view on
     ``studroom.pub.<table>`` with ``Nats-Msg-Id: S:<n.id>``, and for each seat with
     private cards that seat's copy on ``studroom.priv.<player>.<table>`` with
-    ``Nats-Msg-Id: S:<n.id>:<seat>``. A message whose subject would not be valid,
+    ``Nats-Msg-Id: S:<n.id>:<seat>``; an event addressed to a player by name (a seat
+    offered from the waiting list) the same way, to him. A message whose subject would not be valid,
     whose seat nobody holds, or that is bigger than ``max_payload`` is set aside."""
 
     def __init__(self, store_name: str, load: Callable[[str], list[Any]], max_tables: int = 100_000):
@@ -95,6 +96,10 @@ class Outbox:
             copy = views.private(event, seat)
             if copy is not None:
                 self._add(letters, n, kind, seat, seats.holder(seat), copy)
+        addressed = views.addressee(event)      # a player named by the event, who may hold no seat
+        if addressed is not None:
+            player, seat = addressed
+            self._add(letters, n, kind, seat, player, views.public(event))
         seats.apply(event)
         return letters
 

@@ -20,7 +20,9 @@ from studroom.domain.commands import (
     CloseTable,
     Command,
     ConfigureTable,
+    JoinWaitingList,
     Leave,
+    LeaveWaitingList,
     PauseTable,
     PostAnte,
     RemovePlayer,
@@ -58,6 +60,7 @@ from studroom.projections.lobby.entry import (
     encode,
 )
 from studroom.projections.lobby.projection import apply, fourth_street, from_view
+from studroom.projections.lobby.rendering import lobby_text
 from studroom.projections.lobby.queries import stakes_label
 
 STACK = 1_000
@@ -112,6 +115,7 @@ def seen(entry: LobbyEntry) -> dict[str, Any]:
         "seats": [(r.seat, r.player, r.stack, r.sitting_out) for r in entry.players],
         "hand_no": entry.hand_no,
         "state": entry.state,
+        "waiting": entry.waiting,
         "hand": None if hand is None else {
             "street": hand.street, "pot": hand.pot, "community": hand.community,
             "players": [(p.seat, p.player, p.stack, p.bet, p.up, p.down, p.shown, p.folded, p.all_in)
@@ -245,6 +249,19 @@ def test_the_floor_s_commands_show_as_the_table_takes_them() -> None:
         assert turn is not None
         feed.run(Timeout(turn=turn.turn))
     assert feed.entry.state == CLOSED and feed.entry.players == []
+
+
+def test_the_lobby_shows_the_length_of_the_waiting_list() -> None:
+    """Joined, offered a seat, left, seated from the list, and the list emptied by a
+    close: the entry's count is the table's list after every event (``check``)."""
+    feed = Feed("seven_card_stud", 7, random.Random(12))         # one seat free of eight players
+    for player in ("w1", "w2", "w3"):
+        assert feed.run(JoinWaitingList(player=player))
+    assert feed.entry is not None and feed.entry.waiting == 3
+    assert feed.run(LeaveWaitingList(player="w2")) and feed.entry.waiting == 2
+    assert feed.run(SitDown(seat=7, player="w1")) and feed.entry.waiting == 1    # w1 was offered seat 7
+    assert feed.run(CloseTable()) and feed.entry.waiting == 0
+    assert "waiting" in lobby_text([feed.entry]).splitlines()[0]
 
 
 def test_an_entry_survives_its_encoding_and_a_turn_is_whose_it_is() -> None:

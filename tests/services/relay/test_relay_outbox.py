@@ -8,8 +8,8 @@ import random
 import msgspec
 import pytest
 from studroom.domain import simulate, views
-from studroom.domain.commands import BuyIn, Leave, SitDown
-from studroom.domain.events import CardsDealt, Event, HandStarted, TableOpened
+from studroom.domain.commands import BuyIn, JoinWaitingList, Leave, SitDown
+from studroom.domain.events import CardsDealt, Event, HandStarted, SeatOffered, TableOpened
 from studroom.domain.table import Table
 from studroom.services.relay.errors import RelayError
 from studroom.services.relay.outbox import Outbox
@@ -180,3 +180,20 @@ def test_seat_maps_follow_the_aggregate() -> None:
     store = _store(("t1", events))
     seats = SeatBook(store.load).before("t1", len(events) + 1)
     assert seats.seated == {seat: s.player for seat, s in Table.replay(events).seats.items()}
+
+
+def test_a_seat_offered_from_the_waiting_list_reaches_its_player_who_holds_no_seat() -> None:
+    """The player offered a seat sits nowhere: his copy goes by name (``__addressee__``),
+    not to the seat's last holder, and is the public copy (the offer holds no secret)."""
+    table, events = simulate.new_table("seven_card_stud", 2, seats=2)     # full
+    events += table.execute(JoinWaitingList(player="dan"))
+    events += table.execute(Leave(seat=1))
+    offered = events[-1]
+    assert isinstance(offered, SeatOffered) and offered.player == "dan"
+    store = _store(("t1", events))
+    outbox = Outbox(STORE, store.load)
+    *_, last = [outbox.messages(n).publish for n in _notes(store)]
+    public, private = last
+    assert public.payload == private.payload == encode(views.public(offered))
+    assert private.subject == subjects.private_events("dan", "t1")
+    assert private.stream == subjects.PRIVATE_STREAM and private.msg_id == f"{STORE}:{len(events)}:{offered.seat}"
