@@ -29,8 +29,13 @@ from typing import Any, Final
 
 import msgspec
 import psycopg
+from psycopg import sql
 from studroom.services.runtime.retry import RECONNECT
-from studroom.services.store.inspect import open_reader, store_exists
+from studroom.services.store.inspect import (
+    last_notification_ids,
+    open_reader,
+    store_exists,
+)
 from studroom.services.store.port import EventStore, Notification
 
 from .tracking_schema import Statements, TrackedSchema
@@ -40,6 +45,10 @@ log = logging.getLogger(__name__)
 BeforeCommit = Callable[[str, int], None]
 """A fault hook (tests): called with the store's name and the number of rows written,
 just before the batch commits."""
+
+Progress = Callable[[int, int | None], None]
+"""Told how many more events are folded, and (first, with none folded) about how many
+there are to fold (a progress bar's total)."""
 
 DISCOVER_EVERY_S: Final = 5.0    # how often the stores are looked for again (a new one is found while running)
 
@@ -101,12 +110,25 @@ class TrackingProjector(ABC):
         """Fold one batch of every store: the number of events folded."""
         return sum(self.fold_batch(store) for store in self.stores())
 
-    def catch_up(self) -> int:
+    def catch_up(self, on_progress: Progress | None = None) -> int:
         """Fold until every store is folded to its end: the number of events folded."""
+        if on_progress is not None:
+            on_progress(0, self.behind())
         total = 0
         while folded := self.step():
             total += folded
+            if on_progress is not None:
+                on_progress(folded, None)
         return total
+
+    def behind(self) -> int:
+        """About how many events :meth:`catch_up` has to fold: each store's last
+        notification id past the read model's position (ids may have gaps: at most)."""
+        conn = self._connection()
+        stores = [store for store in self.stores() if store_exists(conn, store)]
+        positions = sql.SQL("SELECT store, position FROM {}.positions").format(sql.Identifier(self.schema))
+        done = dict(conn.execute(positions).fetchall())
+        return sum(max(0, last - done.get(store, 0)) for store, last in last_notification_ids(conn, stores).items())
 
     def fold_batch(self, store: str) -> int:
         """Fold the next batch of one store in one transaction: the number of events

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from studroom.projections.ledger.schema import LEDGER_SCHEMA
 
-from ..runtime.arguments import positive_int
+from ..runtime.arguments import add_period, positive_int
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -34,8 +34,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     reconcile.add_argument("--hand", metavar="TABLE#HAND", help="one hand, e.g. t03#17")
     reconcile.add_argument("--table", help="one table")
     reconcile.add_argument("--player", help="one player's accounts and hands")
-    reconcile.add_argument("--from", dest="first", metavar="DAY", help="from this day (YYYY-MM-DD, UTC)")
-    reconcile.add_argument("--to", dest="last", metavar="DAY", help="up to this day, included")
+    add_period(reconcile)
     _common(reconcile, _reconcile)
     rake = actions.add_parser("rake", help="the rake per table or per day")
     rake.add_argument("--by", choices=("table", "day"), default="table")
@@ -122,7 +121,7 @@ def _scope(args: argparse.Namespace) -> Any:
             raise ValueError(f"--hand is TABLE#HAND (e.g. t03#17), not {args.hand!r}")
         return Scope(table=table, hand=int(number))
     if args.first or args.last:
-        return Scope.days(args.first, args.last)
+        return Scope.days(*(None if day is None else day.isoformat() for day in (args.first, args.last)))
     return Scope(table=args.table, player=args.player)
 
 

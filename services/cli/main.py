@@ -11,6 +11,8 @@ import argparse
 import importlib
 import json
 import logging
+import os
+import select
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -236,9 +238,38 @@ def _commands(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentPars
             yield from _commands(sub)
 
 
+CLOSED_PIPE = 128 + 13
+"""The exit code of a command whose output's reader went away (``studroom ... | head``):
+what a shell's own tools killed by SIGPIPE give, so ``set -o pipefail`` still sees
+that the output was cut."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; an error is one line on stderr (``--debug``: its traceback)."""
+    """Run one command; an error is one line on stderr (``--debug``: its traceback);
+    output into a closed pipe ends it quietly (:data:`CLOSED_PIPE`)."""
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()      # now, not at exit, where Python would only complain of a closed pipe
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())    # what is left goes nowhere
+        return CLOSED_PIPE
+
+
+def _reader_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reading end is closed."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):       # not a file (a test's capture)
+        return False
+    poller = select.poll()
+    poller.register(fd, 0)              # no events asked for: errors and hang-ups are always said
+    return any(event & select.POLLERR for _, event in poller.poll(0))
+
+
+def _main(argv: list[str]) -> int:
     args = build_parser(argv).parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     # nats-py logs a traceback for every failed (re)connection; process.connect says it once
@@ -249,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{args.prog}: interrupted", file=sys.stderr)
         return 130
     except Exception as error:      # said masked: a URL or a path in it may carry a password
+        if isinstance(error, BrokenPipeError) and _reader_gone():
+            raise                       # our output's reader went away: main ends quietly
         if args.debug:
             print(mask("".join(traceback.format_exception(error))), end="", file=sys.stderr)
         else:

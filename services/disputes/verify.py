@@ -7,8 +7,7 @@ before it.  Periods are days or instants in UTC, both ends included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime, time, timedelta
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import msgspec
 from studroom.domain.events import Event
@@ -27,22 +26,6 @@ class Period(msgspec.Struct, frozen=True):
         if ms is None:
             return self.start_ms is None and self.end_ms is None
         return (self.start_ms is None or ms >= self.start_ms) and (self.end_ms is None or ms <= self.end_ms)
-
-
-def parse_when(text: str, end: bool = False) -> int:
-    """``2026-12-01`` (a whole day: its first or, with ``end``, its last millisecond) or
-    an ISO date and time (UTC unless it says otherwise), as ms since the epoch."""
-    try:
-        if len(text) == 10:
-            day = datetime.strptime(text, "%Y-%m-%d").date()
-            moment = datetime.combine(day, time.min, UTC) + (timedelta(days=1, milliseconds=-1) if end else timedelta())
-        else:
-            moment = datetime.fromisoformat(text)
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=UTC)
-    except ValueError:
-        raise ValueError(f"{text!r} is no date (YYYY-MM-DD) or ISO date and time") from None
-    return int(moment.timestamp() * 1000)
 
 
 def hands_in(stream: Sequence[Event], period: Period) -> list[HandSpan]:
@@ -68,11 +51,24 @@ class Summary(msgspec.Struct):
     different: list[HandCheck] = []
 
 
-def verify(streams: Iterable[tuple[str, list[Event]]], period: Period) -> Iterator[HandCheck]:
-    """Every finished hand of ``period`` at every table, checked."""
+def verify(streams: Iterable[tuple[str, list[Event]]], period: Period, *,
+           on_progress: Callable[[int], None] | None = None) -> Iterator[HandCheck]:
+    """Every finished hand of ``period`` at every table, checked; ``on_progress`` is
+    told how many more of a table's events are gone through (after each hand and at
+    the table's end: the tables' events in all)."""
+    tell = on_progress or _nobody
     for _table_id, stream in streams:
-        if stream:
-            yield from check_table(stream, hands_in(stream, period))
+        gone = 0
+        for check in check_table(stream, hands_in(stream, period)) if stream else ():
+            yield check
+            end = check.span.end or gone            # a checked hand is finished: its end is set
+            tell(end - gone)
+            gone = end
+        tell(len(stream) - gone)
+
+
+def _nobody(_events: int) -> None:
+    """Progress that no one follows."""
 
 
 def summarize(checks: Iterable[HandCheck]) -> Summary:

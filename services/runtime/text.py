@@ -9,20 +9,25 @@ aligned to the right.
 On a terminal a table is as wide as the terminal and its header bold; anywhere else
 (a pipe, a file, a test) it has no colour and a fixed width wide enough that no row
 is wrapped, so the text is the same on every machine.
+
+A long command's progress (:func:`progress`) is drawn on stderr, and only on a terminal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import shutil
 import sys
-from collections.abc import Collection, Mapping, Sequence
-from typing import IO
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import IO, Protocol
 
 from rich import box
 from rich.console import Console, RenderableType
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 NOT_A_TERMINAL_WIDTH = 10_000   # not a terminal: no row wraps (a table is only as wide as it needs)
 
@@ -96,6 +101,53 @@ def console_for_output(file: IO[str] | None = None) -> Console:
     tty = sys.stdout.isatty()
     return Console(file=file, width=shutil.get_terminal_size().columns if tty else NOT_A_TERMINAL_WIDTH,
                    force_terminal=tty, no_color=not tty, highlight=False, markup=False, emoji=False)
+
+
+class Advance(Protocol):
+    """Told how many more are done and, if it is known now, the total."""
+
+    def __call__(self, done: int, total: int | None = None) -> None: ...
+
+
+@contextlib.contextmanager
+def progress(total: int | None, what: str, *, console: Console | None = None) -> Iterator[Advance]:
+    """A progress bar on stderr while a long loop runs (the loop is handed the yielded
+    :data:`Advance`): ``what`` done of ``total`` (None: not known), the rate and the
+    time left.  It is gone when the loop ends (the command then says its one-line
+    result), and nothing is drawn when the console is not a terminal (a pipe, a log)."""
+    console = console or Console(file=sys.stderr)
+    if not console.is_terminal:
+        yield _unseen
+        return
+    with Progress(BarColumn(), _Done(what), _Rate(), TimeRemainingColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(what, total=total)
+
+        def advance(done: int, total: int | None = None) -> None:
+            bar.update(task, advance=done, total=total)
+        yield advance
+
+
+def _unseen(done: int, total: int | None = None) -> None:
+    """Progress nobody sees."""
+
+
+class _Done(ProgressColumn):
+    """``1,234/5,678 hands`` (``1,234 hands`` with no total)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+
+    def render(self, task: Task) -> Text:
+        of = "" if task.total is None else f"/{number(int(task.total))}"
+        return Text(f"{number(int(task.completed))}{of} {self.what}")
+
+
+class _Rate(ProgressColumn):
+    """``812/s`` once rich has measured it."""
+
+    def render(self, task: Task) -> Text:
+        return Text("" if task.speed is None else rate(task.speed))
 
 
 def _integer(value: float) -> int | float:

@@ -3,6 +3,8 @@ played in it, and a summary that names every hand that does not replay."""
 
 from __future__ import annotations
 
+import argparse
+
 import msgspec
 import pytest
 from studroom.domain.events import Acted
@@ -11,21 +13,21 @@ from studroom.domain.simulate import START_MS, SimulatedTable
 from studroom.services.disputes.verify import (
     Period,
     hands_in,
-    parse_when,
     summarize,
     verify,
 )
+from studroom.services.runtime.arguments import day, day_or_instant, first_ms, last_ms
 
 DAY_MS = 86_400_000
 
 
 def test_periods_are_days_or_instants_in_utc() -> None:
-    assert parse_when("2025-12-01") == 1_764_547_200_000
-    assert parse_when("2025-12-01", end=True) == 1_764_547_200_000 + DAY_MS - 1
-    assert parse_when("2025-12-01T15:00:00") == 1_764_601_200_000
-    assert parse_when("2025-12-01T16:00:00+01:00") == 1_764_601_200_000
-    with pytest.raises(ValueError, match="no date"):
-        parse_when("yesterday")
+    assert first_ms(day("2025-12-01")) == 1_764_547_200_000
+    assert last_ms(day("2025-12-01")) == 1_764_547_200_000 + DAY_MS - 1
+    assert first_ms(day_or_instant("2025-12-01T15:00:00")) == 1_764_601_200_000
+    assert last_ms(day_or_instant("2025-12-01T16:00:00+01:00")) == 1_764_601_200_000
+    with pytest.raises(argparse.ArgumentTypeError, match="not a day"):
+        day_or_instant("yesterday")
     period = Period(10, 20)
     assert period.holds(10) and period.holds(20) and not period.holds(21) and not period.holds(None)
     assert Period().holds(None)
@@ -39,10 +41,12 @@ def test_the_hands_of_a_period_and_the_summary() -> None:
     times = [started_ms(events[s.start:s.end], config) for s in finished]
     middle = times[len(times) // 2]
     assert hands_in(events, Period(middle, None)) == [s for s, t in zip(finished, times) if t is not None and t >= middle]
-    assert hands_in(events, Period(parse_when("2025-12-01"), parse_when("2025-12-01", end=True))) == finished
+    assert hands_in(events, Period(first_ms(day("2025-12-01")), last_ms(day("2025-12-01")))) == finished
     assert hands_in(events, Period(START_MS + 10 * DAY_MS, None)) == []
 
-    clean = summarize(verify(tables, Period()))
+    told: list[int] = []
+    clean = summarize(verify(tables, Period(), on_progress=told.append))
+    assert sum(told) == sum(len(e) for _, e in tables) and min(told) >= 0   # every event, once
     assert clean.tables == 2 and clean.hands == sum(len([s for s in spans(e) if s.end]) for _, e in tables)
     assert clean.different == []
 
