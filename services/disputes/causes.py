@@ -5,7 +5,15 @@ what it was: an ``Acted`` was an ``Act``, a ``TimedOut`` a ``Timeout``, a
 ``HandStarted`` a ``StartHand`` with the stored seed or deck.  Its ``command_id``
 (``"<role>.<name>#<n>"``, domain/command_ids.py) names the sender and his number; a
 command without one came from inside the room (hand starts, scripts) and is run as
-trusted.  The clock (``now_ms``) is the one the turns give back (hands.turn_clock).
+trusted.  The clock (``now_ms``) is read back from the record (clocks.py).
+
+The floor's commands (an operator's, docs/rules.md "The floor") begin with their own
+events (``TableConfigured``, ``TablePaused``, ``TableResumed``, ``TableClosing``,
+``TableClosed``); a sit-out or a departure says whose it was by its ``reason``: the
+player's own ``SitOut``/``Leave``, the floor's ``SitOutPlayer``/``RemovePlayer``
+(by name), the floor's ``CloseTable`` (every seat cashed out).  A seat removed for
+sitting out too long (R34) or sat out by his timed-out turn is never a command's
+first event: the command that ended the hand, the pause or the turn made it.
 
 Where the first event leaves a choice (an ``AnteSkipped`` was a ``SkipAnte``, a
 ``Leave`` or the ante window's ``Timeout``; a ``HandStarted``'s button may have been
@@ -23,16 +31,22 @@ from studroom.domain.authority import Sender
 from studroom.domain.commands import (
     Act,
     BuyIn,
+    CloseTable,
     Command,
+    ConfigureTable,
     DealStreet,
     Leave,
     Muck,
     OpenTable,
+    PauseTable,
     PostAnte,
+    RemovePlayer,
+    ResumeTable,
     ScheduleHand,
     Show,
     SitDown,
     SitOut,
+    SitOutPlayer,
     SkipAnte,
     StartHand,
     Timeout,
@@ -54,13 +68,18 @@ from studroom.domain.events import (
     PlayerLeft,
     PlayerSatDown,
     SitOutChanged,
+    TableClosed,
+    TableClosing,
+    TableConfigured,
     TableOpened,
+    TablePaused,
+    TableResumed,
     TimedOut,
-    TurnStarted,
 )
 from studroom.domain.games import GAMES
-from studroom.domain.hands import turn_clock
 from studroom.domain.table import Table
+
+from .clocks import clock_at
 
 ROLES = ("player", "operator", "service")
 
@@ -83,25 +102,13 @@ def sender_of(stored_id: str | None) -> tuple[Sender | None, str | None]:
     return Sender(role, name), number  # type: ignore[arg-type]
 
 
-def clock_at(stream: Sequence[Event], index: int, table: Table) -> int:
-    """``now_ms`` of the command whose events begin at ``index``: the clock of the next
-    turn the record opens (a command that opens no turn depends on no clock)."""
-    assert table.config is not None
-    for event in stream[index:]:
-        if type(event) is TurnStarted:
-            return turn_clock(event, table.config)  # type: ignore[arg-type]
-        if type(event) is PauseStarted:
-            return event.deadline_ms - event.pause_ms
-    return 0
-
-
 def candidates(stream: Sequence[Event], index: int, table: Table) -> list[Candidate]:
     """The commands that may have caused the events from ``stream[index]`` on, as the
     table before them (``table``) would have been given them; empty when no command
     begins with such an event."""
     first = stream[index]
     by, number = sender_of(first.command_id)
-    now = clock_at(stream, index, table) if table.config is not None else 0
+    now = clock_at(stream, index, table, number) if table.config is not None else 0
     nxt = stream[index + 1] if index + 1 < len(stream) else None
     return [Candidate(msgspec.structs.replace(c, command_id=number, now_ms=now), by)
             for c in _commands(first, nxt, table, by)]
@@ -116,9 +123,17 @@ def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> l
         holder = table.seats.get(e.seat)
         return [BuyIn(seat=e.seat, amount=e.amount, player=holder.player if holder and by else None)]
     if isinstance(e, SitOutChanged):
-        return [SitOut(seat=e.seat, sitting_out=e.sitting_out)]
+        return _sit_out(e, table)
     if isinstance(e, (PlayerLeft, LeaveRequested)):
-        return [Leave(seat=e.seat)]
+        return _leave(e, table)
+    if isinstance(e, TableConfigured):
+        return [ConfigureTable(config=e.config)]
+    if isinstance(e, TablePaused):
+        return [PauseTable()]
+    if isinstance(e, TableResumed):
+        return [ResumeTable()]
+    if isinstance(e, (TableClosing, TableClosed)):
+        return [CloseTable()]
     if isinstance(e, HandStarted):
         scripted = e.deck or None
         return [StartHand(seed=e.seed, deck=scripted),
@@ -142,9 +157,37 @@ def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> l
     return []
 
 
+def _holder(table: Table, seat: int) -> str:
+    """The player in ``seat`` (the floor names him); an empty seat names nobody, and
+    the command is refused (a stored event for an empty seat is a difference)."""
+    holder = table.seats.get(seat)
+    return holder.player if holder is not None else ""
+
+
+def _sit_out(e: SitOutChanged, table: Table) -> list[Command]:
+    """R34: the floor's sit-out names the player; the player's own (or an operator's
+    by seat) names the seat.  A timed-out turn's is never a command's first event."""
+    if e.reason == "timed_out":
+        return []
+    if e.reason == "operator":
+        return [SitOutPlayer(player=_holder(table, e.seat))]
+    return [SitOut(seat=e.seat, sitting_out=e.sitting_out)]
+
+
+def _leave(e: PlayerLeft | LeaveRequested, table: Table) -> list[Command]:
+    """The command a departure began with, by its reason (R3, R34)."""
+    if e.reason == "removed":
+        return [RemovePlayer(player=_holder(table, e.seat))]
+    if e.reason == "table_closed":
+        return [CloseTable()]
+    if e.reason == "sat_out_too_long":       # made by the end of a hand or a pause
+        return []
+    return [Leave(seat=e.seat)]
+
+
 def _ante_skipped(e: AnteSkipped, nxt: Event | None, table: Table, by: Sender | None) -> list[Command]:
     if isinstance(nxt, PlayerLeft) and nxt.seat == e.seat:
-        return [Leave(seat=e.seat)]
+        return _leave(nxt, table)
     window = Timeout(turn=table.turn)
     if by is not None and by.role == "service":
         return [window]

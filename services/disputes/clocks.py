@@ -1,0 +1,136 @@
+"""The clock (``now_ms``) of a stored command, read back from the record.
+
+Events carry no time, but some carry the clock of the command that made them, and
+the re-run must give that command the same clock to make the same events:
+
+- a ``TurnStarted`` (its deadline minus the table's timer for that kind of turn:
+  domain/hands.turn_clock), a ``PauseStarted`` (its deadline minus its length), and a
+  player's own or an operator's ``SitOutChanged`` (``since_ms``, R34) give it exactly;
+- a command that ends a hand or a pause removes every seat sat out past the table's
+  limit (R34): it was at or after the limit of each seat it removed, and before the
+  limit of each seat it left sat out;
+- a sender's command id is at most his clock in microseconds plus
+  ``command_ids.AHEAD_US``, so the id bounds the clock from below.
+
+A command whose own events give no clock takes the next clock the record shows (a
+later command's, so no earlier than its own), kept within those bounds.  Every other
+command depends on no clock: any clock the bounds allow makes its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from studroom.domain.command_ids import AHEAD_US
+from studroom.domain.events import (
+    Event,
+    HandCancelled,
+    HandEnded,
+    HandStarted,
+    PauseEnded,
+    PauseStarted,
+    PlayerLeft,
+    SitOutChanged,
+    TableConfigured,
+    TurnStarted,
+)
+from studroom.domain.hands import turn_clock
+from studroom.domain.limits import TIMER_SECONDS
+from studroom.domain.snapshot import capture, restore
+from studroom.domain.table import Table
+
+_HAND_ENDS = (HandEnded, HandCancelled)
+
+
+def clock_at(stream: Sequence[Event], index: int, table: Table, number: str | None) -> int:
+    """``now_ms`` of the command whose events begin at ``stream[index]``, given to the
+    table as the record leaves it before them (``table``); ``number``: the sender's
+    command id, if any."""
+    first = stream[index]
+    exact = _stated(first)
+    if exact is not None:
+        return exact
+    low, high = _removal_bounds(stream, index, table)
+    clock = max(_next_clock(stream, index, table), low, _id_floor(number))
+    return clock if high is None else min(clock, high)
+
+
+def _stated(event: Event) -> int | None:
+    """The clock a command's first event states, if it does."""
+    if type(event) is PauseStarted:
+        return event.deadline_ms - event.pause_ms
+    if type(event) is SitOutChanged and event.sitting_out and event.reason != "timed_out":
+        return event.since_ms
+    return None
+
+
+def _next_clock(stream: Sequence[Event], index: int, table: Table) -> int:
+    """The first clock the record shows from ``index`` on (0: none).  A turn's is exact
+    while the settings in force are the table's now; past new settings (the floor's,
+    in force from the next hand) it is the latest the turn may have been opened (its
+    deadline less the shortest timer), which is all a later command's clock is for."""
+    assert table.config is not None
+    settled = True
+    for event in stream[index:]:
+        kind = type(event)
+        if kind is TurnStarted:
+            if settled:
+                return turn_clock(event, table.config)  # type: ignore[arg-type]
+            return event.deadline_ms - 1000 * TIMER_SECONDS[0]  # type: ignore[attr-defined]
+        if kind is TableConfigured or (kind in _HAND_ENDS and table.next_config is not None):
+            settled = False
+        stated = _stated(event)
+        if stated is not None:
+            return stated
+    return 0
+
+
+def _removal_bounds(stream: Sequence[Event], index: int, table: Table) -> tuple[int, int | None]:
+    """R34 (domain/table.py ``_remove_absent``): the clock a command ending a hand or a
+    pause had, as its removals show it: at least the limit of every seat it removed,
+    below the limit of every seat it left sat out (None: no bound)."""
+    end = _removal_point(stream, index)
+    if end is None:
+        return 0, None
+    at = restore(capture(table))                 # a copy, brought to where the record ends it
+    for event in stream[index:end + 1]:
+        at.apply(event)
+    assert at.config is not None
+    limit = 1000 * at.config.sit_out_seconds
+    until = {seat: state.out_since_ms + limit for seat, state in at.seats.items()
+             if state.sitting_out and not state.leaving}
+    removed = {e.seat for e in _departures(stream, end + 1) if e.reason == "sat_out_too_long"}
+    low = max((until[seat] for seat in removed if seat in until), default=0)
+    high = min((u for seat, u in until.items() if seat not in removed), default=None)
+    return low, None if high is None else high - 1
+
+
+def _removal_point(stream: Sequence[Event], index: int) -> int | None:
+    """Where the record ends a hand, or where the command at ``index`` is the timer's
+    end of a pause, before any turn, pause or hand starts (None: nowhere)."""
+    if type(stream[index]) is PauseEnded:
+        return index
+    for i in range(index, len(stream)):
+        kind = type(stream[i])
+        if kind in _HAND_ENDS:
+            return i
+        if kind in (TurnStarted, PauseStarted, HandStarted):
+            return None
+    return None
+
+
+def _departures(stream: Sequence[Event], start: int) -> list[PlayerLeft]:
+    """The ``PlayerLeft`` events that follow a hand's or a pause's end."""
+    found: list[PlayerLeft] = []
+    for event in stream[start:]:
+        if type(event) is not PlayerLeft:
+            break
+        found.append(event)  # type: ignore[arg-type]
+    return found
+
+
+def _id_floor(number: str | None) -> int:
+    """The earliest clock at which a sender's command id ``number`` is accepted."""
+    if number is None or not number.isdigit():
+        return 0
+    return max(0, -(-(int(number) - AHEAD_US) // 1000))

@@ -1,0 +1,214 @@
+"""The dispute re-run on tables the floor ran (issue 18): the operator's commands
+(configure, pause, resume, close, sit out, remove) and R34's absent players (sat out
+by a timed-out turn, removed past the table's limit when a hand or a pause ends) are
+found again behind their stored events, from the right sender with the right clock,
+and make the record exactly; a tampered event is still named."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import random
+from pathlib import Path
+from types import ModuleType
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from studroom.domain.commands import CloseTable, ConfigureTable, ScheduleHand, Timeout
+from studroom.domain.errors import DomainError
+from studroom.domain.events import (
+    ChipsBought,
+    Event,
+    HandStarted,
+    LeaveRequested,
+    PauseStarted,
+    PlayerLeft,
+    PlayerSatDown,
+    SitOutChanged,
+    TableClosed,
+    TableConfigured,
+    TurnStarted,
+)
+from studroom.domain.hand import HandState
+from studroom.domain.hands import HandSpan, spans
+from studroom.domain.scenario import _Run, read
+from studroom.domain.simulate import FLOOR, TIMER, SimulatedTable
+from studroom.services.disputes.checks import HandCheck, check_hand, check_table
+
+TESTS = Path(__file__).resolve().parents[2]
+SCENARIOS = sorted((TESTS / "scenarios").glob("*.json"))
+FLOOR_SCENARIOS = [p for p in SCENARIOS if p.name.startswith(("OP_", "R34_"))]
+
+
+def _properties() -> ModuleType:
+    """The domain's property test, for its floor strategy (random floor commands)."""
+    spec = importlib.util.spec_from_file_location("floor_properties", TESTS / "domain" / "test_properties.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PROPERTIES = _properties()
+
+
+def _finished(events: list[Event]) -> list[HandSpan]:
+    return [s for s in spans(events) if s.end is not None]
+
+
+def _verified(events: list[Event]) -> list[HandCheck]:
+    """Every finished hand of the record, checked as ``studroom verify`` does."""
+    checks = list(check_table(events, _finished(events)))
+    for check in checks:
+        assert check.consistent, (check.span, check.difference, check.deck)
+    return checks
+
+
+# --- the golden scenarios --------------------------------------------------------------
+
+
+def _scenario_stream(path: Path) -> list[Event]:
+    """A scenario's whole record: the scripted stacks as buy-ins after the sit-downs."""
+    run = _Run(read(json.loads(path.read_text())["scenario"]))
+    run.run()
+    stacks = {entry.seat: entry.stack for entry in run.s.seats}
+    stream: list[Event] = []
+    for event in run.events:
+        stream.append(event)
+        if isinstance(event, PlayerSatDown):
+            stream.append(ChipsBought(seat=event.seat, amount=stacks[event.seat]))
+    return stream
+
+
+def test_there_are_golden_scenarios_with_the_floor() -> None:
+    assert len(FLOOR_SCENARIOS) >= 6
+
+
+@pytest.mark.parametrize("path", FLOOR_SCENARIOS, ids=lambda p: p.stem)
+def test_R34_every_floor_scenario_re_runs_consistently_with_the_floors_commands(path: Path) -> None:
+    stream = _scenario_stream(path)
+    (span,) = _finished(stream)
+    check = check_hand(stream, span)
+    assert check.consistent, (check.difference, check.deck)
+    steps = check.steps
+    assert sum(s.count for s in steps) >= span.end - span.start          # the departures after it too
+    floor = [s for s in steps if s.by == FLOOR]
+    assert len(floor) == sum(1 for a in json.loads(path.read_text())["scenario"]["actions"]
+                             if a["action"].startswith("floor_"))
+    assert all(s.command.command_id is not None for s in floor)
+
+
+# --- random tables with the floor (the domain's property strategy) ---------------------
+
+
+@PROPERTIES.SETTINGS
+@given(PROPERTIES.GAME_SEATS, st.integers(0, 2**32), st.sampled_from([0.0, 0.2]), st.sampled_from([0.1, 0.4]))
+def test_R34_random_tables_with_the_floors_commands_verify_clean(game_seats, seed, timeout_rate, floor_rate):
+    game, seats = game_seats
+    table, events = PROPERTIES._play_with_the_floor(game, seats, seed, timeout_rate, floor_rate)
+    assert table.closed
+    _verified(events)
+
+
+class FloorTable(SimulatedTable):
+    """A room's table (senders, ids, the service's clock, the timer) with the floor:
+    now and then a random floor command (the property strategy's), between hands and
+    during them; the pause before each hand, or the pause for sat-out players (R34)
+    that the timer ends at its deadline; a short sit-out limit, so absent players are
+    removed when a hand or a pause ends."""
+
+    def __init__(self, table_id: str, game: str, seats: int, seed: int) -> None:
+        super().__init__(table_id, game, seats, seed=seed)
+        self.numbers = itertools.count(1)
+        self.between_hands()
+        self.run(ConfigureTable(config=msgspec.structs.replace(self.config, sit_out_seconds=25)), FLOOR)
+
+    def floor(self) -> list[Event]:
+        command, by = PROPERTIES._floor_command(self.table, self.rng)
+        try:
+            return self.run(command, by)
+        except DomainError:
+            return []
+
+    def answer(self, turn: TurnStarted, hand: HandState) -> list[Event]:
+        if self.rng.random() < 0.05:
+            return self.floor()
+        if self.rng.random() < 0.08:
+            return self.run(Timeout(turn=turn.turn), TIMER)
+        return super().answer(turn, hand)
+
+    def pause(self) -> None:
+        """ScheduleHand, then the timer's Timeout at (or after) the pause's deadline."""
+        (started,) = [e for e in self.run(ScheduleHand(pause_ms=3000)) if isinstance(e, PauseStarted)]
+        if self.table.pause_turn == started.turn:
+            self.now_ms = max(self.now_ms, started.deadline_ms)
+            self.run(Timeout(turn=started.turn), TIMER)
+
+    def round(self) -> list[Event]:
+        if self.rng.random() < 0.3:
+            self.between_hands()               # newcomers, top-ups; the sat-out sit back in
+        if self.rng.random() < 0.3:
+            self.floor()
+        if self.table.next_pause_due() or self.table.next_hand_due():
+            self.pause()
+        if self.table.next_hand_due():
+            self.hand()
+        return []
+
+    def close(self) -> list[Event]:
+        self.run(CloseTable(), FLOOR)
+        while (hand := self.table.hand) is not None:
+            turn = self.table.last_turn
+            assert turn is not None
+            self.answer(turn, hand)
+        return self.events
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_R34_a_room_table_with_the_floor_and_absent_players_verifies_clean(seed: int) -> None:
+    game = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")[seed % 3]
+    table = FloorTable(f"f{seed}", game, 6, seed)
+    table.play(40)
+    events = table.close()
+    checks = _verified(events)
+    assert any(isinstance(e, TableClosed) for e in events)
+    re_run = [s for c in checks for s in c.before + c.steps]
+    assert {"operator.floor", "service.timer"} <= {s.by.key for s in re_run if s.by is not None}
+    reasons = {e.reason for e in events if isinstance(e, (PlayerLeft, LeaveRequested))}
+    assert "removed" in reasons or "sat_out_too_long" in reasons
+
+
+def test_R34_across_seeds_the_room_tables_remove_absent_players_and_sit_them_out() -> None:
+    """The seeds above see what the brief asks for: removals at a hand's and a pause's
+    end, a timed-out sit-out, the floor's sit-out and new settings."""
+    seen: set[str] = set()
+    for seed in range(6):
+        table = FloorTable(f"f{seed}", "seven_card_stud", 6, seed)
+        events = table.play(40)
+        seen |= {f"left {e.reason}" for e in events if isinstance(e, PlayerLeft)}
+        seen |= {f"out {e.reason}" for e in events if isinstance(e, SitOutChanged) and e.sitting_out}
+        seen |= {f"pause {e.purpose}" for e in events if isinstance(e, PauseStarted)}
+        seen |= {"configured" for e in events if isinstance(e, TableConfigured)}
+    assert seen >= {"left sat_out_too_long", "left removed", "out timed_out", "out operator",
+                    "pause sit_out_limit", "configured"}, seen
+
+
+# --- tampering is still named ----------------------------------------------------------
+
+
+def test_R34_a_departure_with_more_chips_is_named() -> None:
+    table = FloorTable("f9", "seven_card_stud", 6, 9)
+    table.play(30)
+    events = list(table.close())
+    place = max(i for i, e in enumerate(events) if isinstance(e, PlayerLeft) and e.cashed_out
+                and i < _finished(events)[-1].start)
+    left = events[place]
+    assert isinstance(left, PlayerLeft)
+    events[place] = msgspec.structs.replace(left, cashed_out=left.cashed_out + 100)
+    different = [c for c in check_table(events, _finished(events)) if not c.consistent]
+    assert different and different[0].difference is not None
+    assert different[0].difference.index == place
+    assert f"cashed_out: record {left.cashed_out + 100}, re-run {left.cashed_out}" in different[0].difference.details
