@@ -26,11 +26,12 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
     seats are the same are merged.  A pot no live seat reached (only folded money above
     the last live level) goes to every live seat, as if they were eligible (R26, 2026-12).
     """
-    top = max([contributions[s] for s in live], default=0)
+    put_in = {s: contributions.get(s, 0) for s in live}   # a live seat may have nothing in (an
+    top = max(put_in.values(), default=0)                 # uncalled bring-in returned, no ante)
     if not capped:                   # nobody all-in: one pot (what the loop below gives)
         total = sum(contributions.values())
-        return [Pot(total, sorted([s for s in live if contributions[s] >= top]))] if total else []
-    live_levels = sorted({contributions[s] for s in capped})
+        return [Pot(total, sorted([s for s in live if put_in[s] >= top]))] if total else []
+    live_levels = sorted({put_in[s] for s in capped})
     levels = [lv for lv in live_levels if lv < top] + [top]
     pots: list[Pot] = []
     chips = list(contributions.values())
@@ -38,7 +39,7 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
     for level in levels:
         up_to_level = sum([min(c, level) for c in chips])
         amount = up_to_level - below
-        eligible = sorted([s for s in live if contributions[s] >= level])
+        eligible = sorted([s for s in live if put_in[s] >= level])
         if amount and pots and pots[-1].eligible == eligible:
             pots[-1].amount += amount
         elif amount:

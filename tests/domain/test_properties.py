@@ -156,8 +156,7 @@ def _floor_command(table: Table, rng: random.Random) -> tuple[Command, Sender | 
     if kind == "configure":
         assert table.config is not None
         small = rng.choice((10, 20, 40))
-        # no ante-free stakes: a hand without antes whose bring-in all fold to fails in pots.py today (reported)
-        stakes = Stakes(ante=rng.choice((5, 10)), small_bet=small, big_bet=2 * small)
+        stakes = Stakes(ante=rng.choice((0, 5, 10)), small_bet=small, big_bet=2 * small)   # ante 0: R08's bring-in
         return ConfigureTable(config=msgspec.structs.replace(table.config, stakes=stakes)), FLOOR
     if kind == "pause":
         return PauseTable(), FLOOR
