@@ -47,7 +47,7 @@ def clock_at(stream: Sequence[Event], index: int, table: Table, number: str | No
     table as the record leaves it before them (``table``); ``number``: the sender's
     command id, if any."""
     first = stream[index]
-    exact = _stated(first)
+    exact = stated_clock(first)
     if exact is not None:
         return exact
     low, high = _removal_bounds(stream, index, table)
@@ -55,8 +55,9 @@ def clock_at(stream: Sequence[Event], index: int, table: Table, number: str | No
     return clock if high is None else min(clock, high)
 
 
-def _stated(event: Event) -> int | None:
-    """The clock a command's first event states, if it does."""
+def stated_clock(event: Event) -> int | None:
+    """The clock of the command an event states, if it does (a pause, a sit-out not
+    made by a timeout: always the first event of its command)."""
     if type(event) is PauseStarted:
         return event.deadline_ms - event.pause_ms
     if type(event) is SitOutChanged and event.sitting_out and event.reason != "timed_out":
@@ -79,7 +80,7 @@ def _next_clock(stream: Sequence[Event], index: int, table: Table) -> int:
             return event.deadline_ms - 1000 * TIMER_SECONDS[0]  # type: ignore[attr-defined]
         if kind is TableConfigured or (kind in _HAND_ENDS and table.next_config is not None):
             settled = False
-        stated = _stated(event)
+        stated = stated_clock(event)
         if stated is not None:
             return stated
     return 0

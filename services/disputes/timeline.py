@@ -34,6 +34,8 @@ from studroom.domain.events import (
     HandStarted,
     LastCardsExposed,
     LeaveRequested,
+    PauseEnded,
+    PauseStarted,
     PlayerLeft,
     PlayerSatDown,
     PotAwarded,
@@ -41,17 +43,23 @@ from studroom.domain.events import (
     RoundStarted,
     ShowdownStarted,
     SitOutChanged,
+    TableClosed,
+    TableClosing,
+    TableConfigured,
     TableOpened,
+    TablePaused,
+    TableResumed,
     TimedOut,
     TurnStarted,
 )
 from studroom.domain.games import GAMES
 from studroom.domain.hand_record import seated_before
-from studroom.domain.hands import config_of, turn_clock
+from studroom.domain.hands import config_of
 from studroom.domain.seen import seen_by
 
 from ..runtime.text import number, signed
 from .checks import HandCheck
+from .clocks import stated_clock
 from .differences import describe, fields_that_differ
 from .rerun import Difference, Step
 
@@ -130,7 +138,7 @@ class _Timeline:
     def steps(self, steps: Sequence[Step]) -> None:
         for step in steps:
             events = self.shown[step.start - self.first: step.start + step.count - self.first]
-            when = next((turn_clock(e, self.config) for e in events if isinstance(e, TurnStarted)), None)
+            when = _when(step, events)
             who = "the room" if step.by is None else step.by.key
             self.out.append(f"{clock(when)}  {who:<16}  {_command(step, hide=self.viewer is not None)}")
             for offset, event in enumerate(events):
@@ -245,6 +253,13 @@ class _Timeline:
         return f"{e.player} sits down in seat {e.seat}"
 
 
+def _when(step: Step, events: Sequence[Event]) -> int | None:
+    """The command's clock where its events tell it (a turn's deadline, a pause, a
+    sit-out: clocks.py), which the re-run gave it; None where they do not."""
+    told = any(type(e) is TurnStarted or stated_clock(e) is not None for e in events)
+    return step.command.now_ms if told else None
+
+
 _SECRET_INPUTS: Final = ("seed", "deck", "cards")   # a hand's seed, a scripted deck, a live dealer's cards
 
 
@@ -260,9 +275,22 @@ def _command(step: Step, hide: bool) -> str:
 _SIMPLE: Final[dict[type, Callable[[Any], str]]] = {
     TableOpened: lambda e: f"table {e.table_id} opens: {e.config.game}",
     ChipsBought: lambda e: f"{{seat}} buys {number(e.amount)} chips",
-    SitOutChanged: lambda e: "{seat} sits out" if e.sitting_out else "{seat} is back in",
-    PlayerLeft: lambda e: f"{{seat}} leaves, cashed out {number(e.cashed_out)}",
-    LeaveRequested: lambda e: "{seat} leaves during the hand: his hand is folded",
+    SitOutChanged: lambda e: f"{{seat}} sits out{_SAT_OUT[e.reason]}, since {clock(e.since_ms)}" if e.sitting_out
+                             else "{seat} is back in",
+    PlayerLeft: lambda e: f"{{seat}} {_LEFT[e.reason]}, cashed out {number(e.cashed_out)}",
+    LeaveRequested: lambda e: f"{{seat}} {_LEFT[e.reason]} during the hand: his hand is folded, "
+                              "he is cashed out when it ends",
+    TableConfigured: lambda e: f"the floor's new settings, from the next hand (at once between hands): "
+                               f"{_settings(e.config)}",
+    TablePaused: lambda e: "the floor pauses the table: no new hand until it resumes (a hand in play finishes)",
+    TableResumed: lambda e: "the floor resumes the table: hands are dealt again",
+    TableClosing: lambda e: "the floor closes the table: it closes when this hand ends",
+    TableClosed: lambda e: "the table is closed: every seat is cashed out, no command is taken any more",
+    PauseStarted: lambda e: f"pause {e.turn} until {clock(e.deadline_ms)}: "
+                            + ("no hand can be dealt while players sit out; it ends when the first of them "
+                               "passes the table's limit (R34)" if e.purpose == "sit_out_limit"
+                               else "the pause before the next hand"),
+    PauseEnded: lambda e: f"pause {e.turn} ends",
     AntePosted: lambda e: f"{{seat}} posts the ante {number(e.amount)}" + (" (all-in)" if e.all_in else ""),
     AnteSkipped: lambda e: "{seat} posts no ante: sits out this hand (R5)",
     HandCancelled: lambda e: f"hand {e.hand_no} cancelled: {e.reason}; refunds {e.refunds}",
@@ -279,6 +307,21 @@ _SIMPLE: Final[dict[type, Callable[[Any], str]]] = {
     HandShown: lambda e: f"{{seat}} shows {' '.join(e.cards)}: {e.high}" + (f", {e.low}" if e.low else ""),
     HandMucked: lambda e: "{seat} mucks" + (f" {' '.join(e.cards)}" if e.cards else ""),
 }
+
+_SAT_OUT: Final = {"own": "", "operator": " (the floor sat him out)",
+                   "timed_out": " (his turn timed out, R34: he is dealt no hand until he sits in)"}
+_LEFT: Final = {"own": "leaves", "removed": "is removed by the floor",
+                "sat_out_too_long": "is removed: he sat out longer than the table's limit (R34)",
+                "table_closed": "leaves: the table closes"}
+
+
+def _settings(config: TableConfig) -> str:
+    stakes, cap = config.stakes, config.rake.cap
+    return (f"stakes {stakes.small_bet}/{stakes.big_bet}, ante {stakes.ante}, bring-in {stakes.bring_in_amount}, "
+            f"rake {config.rake.basis_points / 100:g}% up to {'no cap' if cap is None else cap}, "
+            f"timers {config.action_seconds}/{config.ante_seconds}/{config.showdown_seconds} s (act/ante/show), "
+            f"sit-out limit {config.sit_out_seconds} s, max buy-in {config.max_buy_in or 'the default'}")
+
 
 _SAY: Final[dict[type, Callable[[_Timeline, Any, int | None], str]]] = {
     **{kind: _Timeline.simple for kind in _SIMPLE},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import random
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -22,7 +22,6 @@ from studroom.domain.errors import DomainError
 from studroom.domain.events import (
     ChipsBought,
     Event,
-    HandStarted,
     LeaveRequested,
     PauseStarted,
     PlayerLeft,
@@ -37,6 +36,7 @@ from studroom.domain.hands import HandSpan, spans
 from studroom.domain.scenario import _Run, read
 from studroom.domain.simulate import FLOOR, TIMER, SimulatedTable
 from studroom.services.disputes.checks import HandCheck, check_hand, check_table
+from studroom.services.disputes.timeline import render
 
 TESTS = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((TESTS / "scenarios").glob("*.json"))
@@ -212,3 +212,37 @@ def test_R34_a_departure_with_more_chips_is_named() -> None:
     assert different and different[0].difference is not None
     assert different[0].difference.index == place
     assert f"cashed_out: record {left.cashed_out + 100}, re-run {left.cashed_out}" in different[0].difference.details
+
+
+# --- the timeline tells the floor's actions ----------------------------------------------
+
+
+def test_R34_the_timeline_tells_the_floors_actions_and_absent_players_in_words() -> None:
+    text = ""
+    for seed in range(3):
+        table = FloorTable(f"f{seed}", "seven_card_stud", 6, seed)
+        table.play(40)
+        events = table.close()
+        text += "".join(render(check, events) for check in check_table(events, _finished(events)))
+    for words in ("is removed by the floor during the hand: his hand is folded",
+                  "is removed: he sat out longer than the table's limit (R34), cashed out",
+                  "sits out (the floor sat him out), since ", "sits out (his turn timed out, R34",
+                  "the floor's new settings, from the next hand (at once between hands): stakes ",
+                  "sit-out limit 25 s", "the floor pauses the table", "the floor resumes the table",
+                  "no hand can be dealt while players sit out", "the pause before the next hand",
+                  "operator.floor    RemovePlayer(player=", "operator.floor    SitOutPlayer(player="):
+        assert words in text
+    for kind in ("SitOutChanged(", "PlayerLeft(", "LeaveRequested(", "Table", "Pause"):
+        assert not re.search(rf"v\d+ {re.escape(kind)}", text)           # no event left in its raw form
+    assert "Verdict: DIFFERENT" not in text
+
+
+def test_R34_a_table_closed_mid_hand_is_told_at_the_hands_end() -> None:
+    stream = _scenario_stream(TESTS / "scenarios" / "OP_close_mid_hand_cashes_every_seat_out_at_hand_end.json")
+    (span,) = _finished(stream)
+    text = render(check_hand(stream, span), stream)
+    assert re.search(r"operator\.floor\s+CloseTable\(\)\n\s+v\d+ the floor closes the table: it closes when "
+                     r"this hand ends", text)
+    assert "leaves: the table closes, cashed out" in text
+    assert "the table is closed: every seat is cashed out" in text
+    assert text.rstrip().splitlines()[-1].startswith("Verdict: CONSISTENT.")
