@@ -12,6 +12,9 @@ from eventsourcing.utils import TopicError
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import (
     EVENT_TYPES,
+    SeatOffered,
+    WaitingListJoined,
+    WaitingListLeft,
     Acted,
     Announced,
     AntePosted,
@@ -66,6 +69,9 @@ SAMPLES: list[Any] = [
     TableResumed(),
     TableClosing(),
     TableClosed(),
+    WaitingListJoined(player="ann"),
+    WaitingListLeft(player="ann", reason="offer_passed"),
+    SeatOffered(player="ann", seat=3, until_ms=60_000),
     HandStarted(hand_no=7, button=1, seats=[HandSeat(2, "ann", 1000), HandSeat(3, "bob", 800)],
                 commitment="ab" * 32, seed="cd" * 32),
     AntePosted(seat=3, amount=4, all_in=True, entropy="0f" * 32),

@@ -8,6 +8,7 @@ import pytest
 from studroom.domain.commands import (
     COMMAND_TYPES, Act, BuyIn, CloseTable, Command, ConfigureTable, DealStreet, Leave, Muck, OpenTable, PauseTable,
     PostAnte, RemovePlayer, ResumeTable, ScheduleHand, Show, SitDown, SitOut, SitOutPlayer, SkipAnte, StartHand, Timeout,
+    JoinWaitingList, LeaveWaitingList,
 )
 from studroom.domain.config import Stakes, TableConfig
 from studroom.domain.events import ChipsBought
@@ -37,6 +38,8 @@ COMMANDS: list[Command] = [
     CloseTable(command_id="1764601234567891"),
     SitOutPlayer(player="ann"),
     RemovePlayer(player="ann"),
+    JoinWaitingList(player="ann"),
+    LeaveWaitingList(player="ann"),
 ]
 
 
