@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from studroom.domain.authority import Sender
 from studroom.domain.commands import (
-    Act, CloseTable, Command, ConfigureTable, Muck, PauseTable, PostAnte, RemovePlayer, ResumeTable, Show, SitOut,
-    SitOutPlayer, StartHand, Timeout,
+    Act, CloseTable, Command, ConfigureTable, JoinWaitingList, LeaveWaitingList, Muck, PauseTable, PostAnte,
+    RemovePlayer, ResumeTable, Show, SitDown, SitOut, SitOutPlayer, StartHand, Timeout,
 )
 from studroom.domain.config import Stakes
 from studroom.domain.errors import DomainError
@@ -142,7 +142,8 @@ def test_showdown_reveals_only_hands_that_stayed():
 # --- the floor's commands (an operator's) and absent players (R34), drawn in ---------
 
 FLOOR = Sender("operator", "floor")
-FLOOR_KINDS = ("sit_out", "remove", "configure", "pause", "resume", "sit_in")
+FLOOR_KINDS = ("sit_out", "remove", "configure", "pause", "resume", "sit_in", "join", "leave_list", "take_offer")
+WAITING = ("w1", "w2", "w3")             # players who wait for a seat (the waiting list)
 
 
 def _floor_command(table: Table, rng: random.Random) -> tuple[Command, Sender | None]:
@@ -162,6 +163,13 @@ def _floor_command(table: Table, rng: random.Random) -> tuple[Command, Sender | 
         return PauseTable(), FLOOR
     if kind == "resume":
         return ResumeTable(), FLOOR
+    if kind in ("join", "leave_list"):
+        name = rng.choice(WAITING)
+        command = JoinWaitingList(player=name) if kind == "join" else LeaveWaitingList(player=name)
+        return command, Sender("player", name)
+    if kind == "take_offer" and table.offer is not None:
+        offer = table.offer
+        return SitDown(seat=offer.seat, player=offer.player), Sender("player", offer.player)
     return SitOut(seat=rng.choice(list(table.seats) or [0]), sitting_out=False), None
 
 
