@@ -2,7 +2,7 @@
 
 :func:`follow` folds one event into what the projection keeps of a table between
 events (:class:`TableState`: its settings, who sits where since when, where the running
-hand began); when a hand ends it says where the hand began, and :func:`hand_rows`
+hand began; the floor's new settings hold from the next hand, at once between hands); when a hand ends it says where the hand began, and :func:`hand_rows`
 makes the hand's rows: one per player dealt in, with his result and the hand as he
 may see it.  A player's sitting at a table (his session) is named by the stream
 version of his sit-down there.
@@ -22,6 +22,7 @@ from studroom.domain.events import (
     HandStarted,
     PlayerLeft,
     PlayerSatDown,
+    TableConfigured,
     TableOpened,
 )
 from studroom.domain.hand_record import HandRecord, make_record
@@ -41,6 +42,7 @@ class TableState(msgspec.Struct):
     seated: dict[int, Sitting] = {}
     hand_start: int | None = None   # the version of the running hand's HandStarted
     seated_at_start: dict[int, str] = {}
+    next_config: TableConfig | None = None   # the floor's settings given during a hand: for the next one
 
 
 class HandRow(msgspec.Struct, frozen=True):
@@ -71,7 +73,11 @@ def follow(state: TableState, version: int, event: Event) -> int | None:
         state.seated[event.seat] = Sitting(event.player, version)  # type: ignore[attr-defined]
     elif kind is PlayerLeft:
         state.seated.pop(event.seat, None)  # type: ignore[attr-defined]
+    elif kind is TableConfigured:
+        _configured(state, event)  # type: ignore[arg-type]
     elif kind is HandStarted:
+        if state.next_config is not None:
+            state.config, state.next_config = state.next_config, None
         state.hand_start = version
         state.seated_at_start = {seat: s.player for seat, s in state.seated.items()}
     elif kind is HandCancelled:
@@ -80,6 +86,14 @@ def follow(state: TableState, version: int, event: Event) -> int | None:
         start, state.hand_start = state.hand_start, None
         return start
     return None
+
+
+def _configured(state: TableState, event: TableConfigured) -> None:
+    """The floor's new settings: the hand in play keeps its own (domain/table.py)."""
+    if state.hand_start is None:
+        state.config, state.next_config = event.config, None
+    else:
+        state.next_config = event.config
 
 
 def hand_rows(state: TableState, hand: Sequence[Event], version: int) -> list[HandRow]:

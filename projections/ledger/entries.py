@@ -9,7 +9,8 @@ the entries of an event always sum to zero.  An event that moves no chip has non
 A table's events carry no time of their own; the table's clock is the service's clock
 (``now_ms``) of the command that opened the latest turn, recovered from the turn's
 deadline (``deadline_ms`` = ``now_ms`` + the table's timer for that kind of turn).
-Entries are dated with it: a hand's chips at the time of its turns.
+Entries are dated with it: a hand's chips at the time of its turns.  The floor's new
+timers (``TableConfigured``) hold from the next hand, at once between hands.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Final
 
 import msgspec
 from studroom.domain.authority import Sender
+from studroom.domain.config import TableConfig
 from studroom.domain.events import (
     Acted,
     AntePosted,
@@ -30,6 +32,7 @@ from studroom.domain.events import (
     PlayerSatDown,
     PotAwarded,
     RoundEnded,
+    TableConfigured,
     TableOpened,
     TurnStarted,
 )
@@ -85,6 +88,7 @@ class TableBook(msgspec.Struct):
     hand: int | None = None           # the hand under way
     hi_lo: bool = False
     timers: dict[str, int] = {}       # seconds a turn of each kind lasts
+    next_timers: dict[str, int] = {}  # the floor's timers given during a hand: from the next one
     clock_ms: int | None = None
 
 
@@ -114,11 +118,30 @@ def _hand(book: TableBook, table: str) -> int:
     return book.hand
 
 
+def _timers(config: TableConfig) -> dict[str, int]:
+    return {"ante": config.ante_seconds, "act": config.action_seconds, "show": config.showdown_seconds}
+
+
 def _opened(book: TableBook, table: str, e: TableOpened) -> list[Entry]:
     c = e.config
     book.hi_lo = GAMES[c.game].hi_lo if c.game in GAMES else False
-    book.timers = {"ante": c.ante_seconds, "act": c.action_seconds, "show": c.showdown_seconds}
+    book.timers = _timers(c)
     return []
+
+
+def _configured(book: TableBook, table: str, e: TableConfigured) -> list[Entry]:
+    if book.hand is None:
+        book.timers, book.next_timers = _timers(e.config), {}
+    else:
+        book.next_timers = _timers(e.config)
+    return []
+
+
+def _hand_over(book: TableBook) -> None:
+    """No hand under way: the floor's timers given during it hold from now on."""
+    book.hand = None
+    if book.next_timers:
+        book.timers, book.next_timers = book.next_timers, {}
 
 
 def _sat_down(book: TableBook, table: str, e: PlayerSatDown) -> list[Entry]:
@@ -192,12 +215,12 @@ def _pot_awarded(book: TableBook, table: str, e: PotAwarded) -> list[Entry]:
 def _cancelled(book: TableBook, table: str, e: HandCancelled) -> list[Entry]:
     out = [entry for seat, chips in sorted(e.refunds.items())
            for entry in _out_of_hand(book, table, REFUND, seat, chips)]
-    book.hand = None
+    _hand_over(book)
     return out
 
 
 def _hand_ended(book: TableBook, table: str, e: HandEnded) -> list[Entry]:
-    book.hand = None
+    _hand_over(book)
     return []
 
 
@@ -210,4 +233,5 @@ _HANDLERS: Final[dict[type, Callable[[TableBook, str, Any], list[Entry]]]] = {
     TableOpened: _opened, PlayerSatDown: _sat_down, ChipsBought: _bought, PlayerLeft: _left,
     HandStarted: _hand_started, AntePosted: _ante, Acted: _acted, RoundEnded: _round_ended,
     PotAwarded: _pot_awarded, HandCancelled: _cancelled, HandEnded: _hand_ended, TurnStarted: _turn,
+    TableConfigured: _configured,
 }
