@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import nats.errors
 import psycopg
 import pytest
 from live_room import LiveRoom
@@ -25,6 +26,7 @@ from studroom.domain.account import CashedOut, Deposited
 from studroom.domain.commands import (
     CloseTable,
     ConfigureTable,
+    JoinWaitingList,
     OpenTable,
     PauseTable,
     RemovePlayer,
@@ -38,18 +40,22 @@ from studroom.domain.events import (
     HandEnded,
     HandStarted,
     PlayerLeft,
+    SeatOffered,
     TableClosed,
 )
 from studroom.domain.views import TableView
 from studroom.projections.ledger.reconcile import Scope, reconcile
+from studroom.projections.lobby.queries import LobbyQuery, decode_answer, encode_query
 from studroom.projections.ledger.sources import all_sources
 from studroom.services.client.cashier import CashierClient
+from studroom.services.client.messages import decode_event
 from studroom.services.client.table import TableClient
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import NATS_CREDS_VAR, NATS_URL_VAR
 from studroom.services.store.inspect import load_tables
+from studroom.services.wire import subjects
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -220,6 +226,62 @@ async def _absent(live_room: LiveRoom, table_id: str) -> None:
         await floor.cli("close", table_id)
     finally:
         await bots.stop()
+        await nc.drain()
+
+
+def test_a_player_waits_for_a_seat_and_takes_the_one_offered_to_him(live_room: LiveRoom) -> None:
+    """The waiting list on a live table: a full table; a player joins its list (the lobby
+    counts him); the floor removes a player; the seat is offered to the waiting one on his
+    own private subject, and he takes it."""
+    table_id = f"wl{uuid.uuid4().hex[:6]}"
+    asyncio.run(_waiting(live_room, table_id))
+
+
+async def _waiting(live_room: LiveRoom, table_id: str) -> None:
+    floor = Floor(live_room, table_id)
+    await floor.cli("open", table_id, *OPEN[:-1], "2")                  # two seats
+    nc = await process.connect(live_room.url, "test-waiting", creds=live_room.authority.ensure("operator", "floor"))
+    floor.viewer = TableClient(nc, "operator", "floor")
+    config = (await floor.view()).config
+    seats = {seat: f"{table_id}-p{seat}" for seat in range(2)}
+    waiting = f"{table_id}-w"
+    bots = Room(live_room.url, [TablePlan(table_id, config, seats)], authority=live_room.authority, seed=7)
+    player_nc = await process.connect(live_room.url, "test-waiter", creds=live_room.authority.ensure("player", waiting))
+    offers: list[Event] = []
+
+    async def received(msg: Any) -> None:
+        offers.append(decode_event(msg.data))
+
+    await player_nc.subscribe(subjects.private_events(waiting, table_id), cb=received)
+    waiter = TableClient(player_nc, "player", waiting)
+    try:
+        await bots.start()
+        await floor.until(lambda v: v.hand_no >= 1, "a hand")
+        assert (await waiter.send(table_id, JoinWaitingList(player=waiting))).ok
+        await floor.until(lambda v: v.waiting == [waiting], "on the list")
+
+        async def counted() -> bool:
+            try:
+                msg = await nc.request(subjects.lobby_query("operator", "floor"),
+                                       encode_query(LobbyQuery(table=table_id)), timeout=1.0)
+            except (nats.errors.NoRespondersError, nats.errors.TimeoutError):       # the lobby still starting
+                return False
+            answer = decode_answer(msg.data)
+            return answer.ok and [t.waiting for t in answer.tables] == [1]
+
+        await eventually(counted, "the lobby counts one waiting")
+        assert "removed" in await floor.cli("remove", table_id, seats[1])
+        await eventually(lambda: asyncio.sleep(0, any(isinstance(e, SeatOffered) for e in offers)),
+                         "the offer on his private subject")
+        offer = next(e for e in offers if isinstance(e, SeatOffered))
+        assert (offer.player, offer.seat) == (waiting, 1)
+        assert (await waiter.send(table_id, SitDown(seat=offer.seat, player=waiting))).ok
+        view = await floor.until(lambda v: any(s.player == waiting for s in v.seats), "seated from the list")
+        assert view.waiting == []
+        await floor.cli("close", table_id)
+    finally:
+        await bots.stop()
+        await player_nc.drain()
         await nc.drain()
 
 
