@@ -30,6 +30,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from studroom.services.store.inspect import last_notification_ids, store_exists
 
+from ..tracking import Progress
 from .projector import Projector
 from .schema import LEDGER_SCHEMA
 from .sources import Source
@@ -48,14 +49,14 @@ def take_cut(database_url: str, sources: Sequence[Source]) -> Cut:
     return {s.name: cut.get(s.name, 0) for s in sources}
 
 
-def book_to_cut(database_url: str, sources: Sequence[Source], *,
-                ledger_schema: str = LEDGER_SCHEMA) -> tuple[Cut, int]:
+def book_to_cut(database_url: str, sources: Sequence[Source], *, ledger_schema: str = LEDGER_SCHEMA,
+                on_progress: Progress | None = None) -> tuple[Cut, int]:
     """Take a cut and book every store at least up to it (safe beside running ledger
-    services): the cut, and how many events this booked."""
+    services): the cut, and how many events this booked (``on_progress`` follows it)."""
     cut = take_cut(database_url, sources)
     projector = Projector(database_url, sources, ledger_schema=ledger_schema)
     try:
-        booked = projector.catch_up()
+        booked = projector.catch_up(on_progress)
     finally:
         projector.close()
     return cut, booked

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from ..runtime.arguments import add_period, first_ms, last_ms, positive_int
 from ..runtime.settings import Settings
+from ..runtime.text import number, progress, rate
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -53,15 +55,21 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from ..disputes.stored_events import NoSuchTable, all_streams, table_stream
-    from ..runtime.servers.attach import database
     from ..disputes.verify import Period, summarize, verify
+    from ..runtime.servers.attach import database
 
     period = Period(None if args.first is None else first_ms(args.first),
                     None if args.last is None else last_ms(args.last))
+    started = time.perf_counter()
     with database(Settings.from_env()) as url:
         try:
-            streams = [(args.table, table_stream(url, args.table))] if args.table else all_streams(url)
-            summary = summarize(verify(streams, period))
+            if args.table:
+                stream = table_stream(url, args.table)
+                streams, total = iter([(args.table, stream)]), len(stream)
+            else:
+                streams, total = all_streams(url), _events_stored(url)
+            with progress(total, "events") as advance:
+                summary = summarize(verify(streams, period, on_progress=advance))
         except NoSuchTable as e:
             print(f"studroom verify: {e}", file=sys.stderr)
             return 2
@@ -71,6 +79,16 @@ def _verify(args: argparse.Namespace) -> int:
         where = f"at version {d.index + 1}: {d.why}" if d is not None else f"deck (R32): {'; '.join(findings)}"
         print(f"{check.table_id} hand {check.span.hand_no}: DIFFERENT {where}")
     consistent = summary.hands - len(summary.different)
-    print(f"verify: {summary.tables} tables, {summary.hands} finished hands ({summary.cancelled} cancelled): "
-          f"{consistent} consistent, {len(summary.different)} different")
+    seconds = time.perf_counter() - started
+    print(f"verify: {summary.tables} tables, {number(summary.hands)} finished hands ({summary.cancelled} cancelled): "
+          f"{number(consistent)} consistent, {len(summary.different)} different "
+          f"in {seconds:.1f} s ({rate(summary.hands / seconds)})")
     return 1 if summary.different else 0
+
+
+def _events_stored(url: str) -> int:
+    """About how many events the table stores hold (their last notification ids)."""
+    from ..store.inspect import events_stored, stores_found
+    from ..store.layout import store_schema
+
+    return events_stored(url, [store_schema(i) for i in stores_found(url)])

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import UTC, datetime
 
 from ..runtime.arguments import positive_int
 from ..runtime.settings import Settings
-from ..runtime.text import signed, table
+from ..runtime.text import number, progress, rate, signed, table
 
 HANDS = ("played (UTC)", "table", "hand", "game", "stakes", "seat", "net", "won", "pots", "rake", "showdown")
 SESSIONS = ("from (UTC)", "to", "table", "game", "stakes", "hands", "net", "rake")
@@ -134,13 +135,16 @@ def _rebuild(args: argparse.Namespace) -> int:
 
     from ..runtime.servers.attach import database
 
+    started = time.perf_counter()
     with database(Settings.from_env()) as url:
         with psycopg.connect(url, autocommit=True) as conn:
             drop(conn)
         projector = Projector(url)
         try:
-            events = projector.catch_up()
+            with progress(None, "events projected") as advance:
+                events = projector.catch_up(advance)
         finally:
             projector.close()
-    print(f"history rebuilt: {events} events projected")
+    seconds = time.perf_counter() - started
+    print(f"history rebuilt: {number(events)} events projected in {seconds:.1f} s ({rate(events / seconds)})")
     return 0

@@ -3,7 +3,20 @@ the same on every machine when the output is not a terminal."""
 
 from __future__ import annotations
 
-from studroom.services.runtime.text import figures, ms, number, rate, signed, table
+import io
+import re
+import time
+
+from rich.console import Console
+from studroom.services.runtime.text import (
+    figures,
+    ms,
+    number,
+    progress,
+    rate,
+    signed,
+    table,
+)
 
 
 def test_numbers_are_written_one_way() -> None:
@@ -30,3 +43,21 @@ def test_text_is_text_not_markup_and_no_row_wraps() -> None:
 def test_a_benchmark_s_figures_in_ms_keep_one_decimal_and_the_others_are_integers() -> None:
     rows = figures({"events": 40_000, "rebuild: events/s": 12_345.6, "lag p99 ms": 12.34}).splitlines()[2:]
     assert [row.split()[-1] for row in rows] == ["40,000", "12,346", "12.3"]
+
+
+def test_progress_is_drawn_on_a_terminal_with_the_count_the_rate_and_the_time_left() -> None:
+    out = io.StringIO()
+    with progress(None, "events", console=Console(file=out, force_terminal=True, width=100)) as advance:
+        advance(0, 2_000)                           # the total, once known
+        for _ in range(4):
+            advance(500)
+            time.sleep(0.05)
+    drawn = out.getvalue()
+    assert "2,000/2,000 events" in drawn and re.search(r"[\d,]+/s", drawn) and "0:00:0" in drawn
+
+
+def test_progress_draws_nothing_where_no_one_watches() -> None:
+    out = io.StringIO()
+    with progress(10, "hands", console=Console(file=out)) as advance:     # a file: not a terminal
+        advance(10)
+    assert out.getvalue() == ""
