@@ -3,6 +3,8 @@ every command re-run through the rules (rerun.py), with a verdict.
 
 ``check_hand`` checks one hand (the dispute replay); ``check_table`` checks hands of a
 table one after the other, the commands between them included (``studroom verify``).
+A hand's time is its first turn's clock under the settings in force at its start
+(the floor may have changed the timers since the table opened).
 """
 
 from __future__ import annotations
@@ -49,13 +51,14 @@ def check_table(stream: Sequence[Event], hands: Sequence[HandSpan]) -> Iterator[
     commands since the previous one; after a difference the next hand starts again
     from the record."""
     table_id: str = stream[0].table_id  # type: ignore[attr-defined]
-    config = config_of(stream)
     rerun: Rerunner | None = None
     for span in hands:
         assert span.end is not None, "only finished hands are checked"
         if rerun is None or rerun.pos > span.start:
             rerun = Rerunner(stream, span.start)
         before, difference = rerun.run_until(span.start)
+        config = rerun.table.config if difference is None else config_of(stream)
+        assert config is not None
         steps: list[Step] = []
         if difference is None:
             steps, difference = rerun.run_until(span.end)

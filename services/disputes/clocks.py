@@ -6,9 +6,11 @@ the re-run must give that command the same clock to make the same events:
 - a ``TurnStarted`` (its deadline minus the table's timer for that kind of turn:
   domain/hands.turn_clock), a ``PauseStarted`` (its deadline minus its length), and a
   player's own or an operator's ``SitOutChanged`` (``since_ms``, R34) give it exactly;
+- a ``SeatOffered`` (its ``until_ms`` less the table's offer time) gives it exactly;
 - a command that ends a hand or a pause removes every seat sat out past the table's
   limit (R34): it was at or after the limit of each seat it removed, and before the
-  limit of each seat it left sat out;
+  limit of each seat it left sat out; likewise it ends an open seat offer of the
+  waiting list that has passed, and keeps one that has not;
 - a sender's command id is at most his clock in microseconds plus
   ``command_ids.AHEAD_US``, so the id bounds the clock from below.
 
@@ -30,12 +32,14 @@ from studroom.domain.events import (
     PauseEnded,
     PauseStarted,
     PlayerLeft,
+    SeatOffered,
     SitOutChanged,
+    TableClosed,
     TableConfigured,
     TurnStarted,
+    WaitingListLeft,
 )
 from studroom.domain.hands import turn_clock
-from studroom.domain.limits import TIMER_SECONDS
 from studroom.domain.snapshot import capture, restore
 from studroom.domain.table import Table
 
@@ -66,30 +70,38 @@ def stated_clock(event: Event) -> int | None:
 
 
 def _next_clock(stream: Sequence[Event], index: int, table: Table) -> int:
-    """The first clock the record shows from ``index`` on (0: none).  A turn's is exact
-    while the settings in force are the table's now; past new settings (the floor's,
-    in force from the next hand) it is the latest the turn may have been opened (its
-    deadline less the shortest timer), which is all a later command's clock is for."""
-    assert table.config is not None
-    settled = True
+    """The first clock the record shows from ``index`` on (0: none), read under the
+    settings in force where it shows it (the floor's new settings hold from the next
+    hand, at once between hands: domain/table.py)."""
+    config, pending, in_hand = table.config, table.next_config, table.hand is not None
+    assert config is not None
     for event in stream[index:]:
         kind = type(event)
         if kind is TurnStarted:
-            if settled:
-                return turn_clock(event, table.config)  # type: ignore[arg-type]
-            return event.deadline_ms - 1000 * TIMER_SECONDS[0]  # type: ignore[attr-defined]
-        if kind is TableConfigured or (kind in _HAND_ENDS and table.next_config is not None):
-            settled = False
+            return turn_clock(event, config)  # type: ignore[arg-type]
+        if kind is SeatOffered:
+            return event.until_ms - 1000 * config.seat_offer_seconds  # type: ignore[attr-defined]
         stated = stated_clock(event)
         if stated is not None:
             return stated
+        if kind is TableConfigured:
+            if in_hand:
+                pending = event.config  # type: ignore[attr-defined]
+            else:
+                config = event.config  # type: ignore[attr-defined]
+        elif kind is HandStarted:
+            in_hand = True
+        elif kind in _HAND_ENDS:
+            in_hand, config, pending = False, pending or config, None
     return 0
 
 
 def _removal_bounds(stream: Sequence[Event], index: int, table: Table) -> tuple[int, int | None]:
     """R34 (domain/table.py ``_remove_absent``): the clock a command ending a hand or a
     pause had, as its removals show it: at least the limit of every seat it removed,
-    below the limit of every seat it left sat out (None: no bound)."""
+    below the limit of every seat it left sat out (None: no bound).  The waiting list
+    is served there too: an open offer that passed bounds it from below, one still
+    open from above."""
     end = _removal_point(stream, index)
     if end is None:
         return 0, None
@@ -100,9 +112,16 @@ def _removal_bounds(stream: Sequence[Event], index: int, table: Table) -> tuple[
     limit = 1000 * at.config.sit_out_seconds
     until = {seat: state.out_since_ms + limit for seat, state in at.seats.items()
              if state.sitting_out and not state.leaving}
-    removed = {e.seat for e in _departures(stream, end + 1) if e.reason == "sat_out_too_long"}
+    departures = _departures(stream, end + 1)
+    removed = {e.seat for e in departures if e.reason == "sat_out_too_long"}
     low = max((until[seat] for seat in removed if seat in until), default=0)
     high = min((u for seat, u in until.items() if seat not in removed), default=None)
+    after = stream[end + 1 + len(departures)] if end + 1 + len(departures) < len(stream) else None
+    if at.offer is not None and type(after) is not TableClosed:    # the waiting list was served
+        if type(after) is WaitingListLeft and after.reason == "offer_passed":  # type: ignore[attr-defined]
+            low = max(low, at.offer.until_ms)
+        else:
+            high = at.offer.until_ms if high is None else min(high, at.offer.until_ms)
     return low, None if high is None else high - 1
 
 

@@ -54,8 +54,8 @@ from studroom.domain.events import (
 )
 from studroom.domain.games import GAMES
 from studroom.domain.hand_record import seated_before
-from studroom.domain.hands import config_of
 from studroom.domain.seen import seen_by
+from studroom.domain.table import Table
 
 from ..runtime.text import number, signed
 from .checks import HandCheck
@@ -87,8 +87,10 @@ def render(check: HandCheck, stream: Sequence[Event], viewer: str | None = None)
 class _Timeline:
     def __init__(self, check: HandCheck, stream: Sequence[Event], viewer: str | None) -> None:
         self.check = check
-        self.config: TableConfig = config_of(stream)
         span = check.span
+        config = Table.replay(stream[:span.start]).config      # in force at the hand's start
+        assert config is not None
+        self.config: TableConfig = config
         end = span.end if span.end is not None else len(stream)
         hand = list(stream[span.start:end])
         started = hand[0]

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from studroom.domain.commands import CloseTable, ConfigureTable, ScheduleHand, Timeout
-from studroom.domain.errors import DomainError
+from studroom.domain.errors import SEAT_OFFERED, DomainError
 from studroom.domain.events import (
     ChipsBought,
     Event,
@@ -34,6 +34,7 @@ from studroom.domain.events import (
 from studroom.domain.hand import HandState
 from studroom.domain.hands import HandSpan, spans
 from studroom.domain.scenario import _Run, read
+from studroom.domain.table import Table
 from studroom.domain.simulate import FLOOR, TIMER, SimulatedTable
 from studroom.services.disputes.checks import HandCheck, check_hand, check_table
 from studroom.services.disputes.timeline import render
@@ -123,8 +124,9 @@ class FloorTable(SimulatedTable):
     def __init__(self, table_id: str, game: str, seats: int, seed: int) -> None:
         super().__init__(table_id, game, seats, seed=seed)
         self.numbers = itertools.count(1)
-        self.between_hands()
-        self.run(ConfigureTable(config=msgspec.structs.replace(self.config, sit_out_seconds=25)), FLOOR)
+        self.settle_in()
+        limits = msgspec.structs.replace(self.config, sit_out_seconds=25, action_seconds=15)
+        self.run(ConfigureTable(config=limits), FLOOR)
 
     def floor(self) -> list[Event]:
         command, by = PROPERTIES._floor_command(self.table, self.rng)
@@ -147,9 +149,18 @@ class FloorTable(SimulatedTable):
             self.now_ms = max(self.now_ms, started.deadline_ms)
             self.run(Timeout(turn=started.turn), TIMER)
 
+    def settle_in(self) -> None:
+        """Newcomers, top-ups, the sat-out sit back in; a seat offered from the waiting
+        list is not a newcomer's (refused, and the rest waits for the next round)."""
+        try:
+            self.between_hands()
+        except DomainError as refused:
+            if refused.code != SEAT_OFFERED:
+                raise
+
     def round(self) -> list[Event]:
         if self.rng.random() < 0.3:
-            self.between_hands()               # newcomers, top-ups; the sat-out sit back in
+            self.settle_in()
         if self.rng.random() < 0.3:
             self.floor()
         if self.table.next_pause_due() or self.table.next_hand_due():
@@ -246,3 +257,22 @@ def test_R34_a_table_closed_mid_hand_is_told_at_the_hands_end() -> None:
     assert "leaves: the table closes, cashed out" in text
     assert "the table is closed: every seat is cashed out" in text
     assert text.rstrip().splitlines()[-1].startswith("Verdict: CONSISTENT.")
+
+
+def test_a_hand_is_told_at_its_own_settings_and_time_after_the_floor_changed_them() -> None:
+    stakes = set()
+    for seed in range(4):
+        _check_settings_and_times(FloorTable(f"f{seed}", "seven_card_stud", 6, seed).play(40), stakes)
+    assert len(stakes) > 1
+
+
+def _check_settings_and_times(events: list[Event], stakes: set) -> None:
+    for check in check_table(events, _finished(events)):
+        config = Table.replay(events[:check.span.start]).config
+        assert config is not None and config.action_seconds == 15
+        s = config.stakes
+        stakes.add(s)
+        assert f"stakes {s.small_bet}/{s.big_bet}, ante {s.ante}," in render(check, events)
+        opened = next(step for step in check.steps
+                      if any(isinstance(e, TurnStarted) for e in events[step.start:step.start + step.count]))
+        assert check.started_ms == opened.command.now_ms
