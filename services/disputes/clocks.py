@@ -103,7 +103,7 @@ def _removal_bounds(stream: Sequence[Event], index: int, table: Table) -> tuple[
     is served there too: an open offer that passed bounds it from below, one still
     open from above."""
     end = _removal_point(stream, index)
-    if end is None:
+    if end is None or not _anyone_waits(stream[index:end + 1], table):
         return 0, None
     at = restore(capture(table))                 # a copy, brought to where the record ends it
     for event in stream[index:end + 1]:
@@ -123,6 +123,14 @@ def _removal_bounds(stream: Sequence[Event], index: int, table: Table) -> tuple[
         else:
             high = at.offer.until_ms if high is None else min(high, at.offer.until_ms)
     return low, None if high is None else high - 1
+
+
+def _anyone_waits(events: Sequence[Event], table: Table) -> bool:
+    """Does a seat sit out or a seat offer wait there?  Else the end of a hand or a
+    pause removes no one and serves no offer, whatever the clock (and the table need
+    not be copied: most hands)."""
+    return (table.offer is not None or any(state.sitting_out for state in table.seats.values())
+            or any(type(e) is SitOutChanged or type(e) is SeatOffered for e in events))
 
 
 def _removal_point(stream: Sequence[Event], index: int) -> int | None:
