@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from studroom.projections.ledger.schema import LEDGER_SCHEMA
 
-from ..runtime.arguments import add_period, positive_int
+from ..runtime.arguments import add_period, day, positive_int
 from ..runtime.text import number, progress, rate
 
 
@@ -44,6 +44,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     statement = actions.add_parser("statement", help="every movement of a player's chips")
     statement.add_argument("player")
     _common(statement, _statement)
+    close = actions.add_parser("close", help="seal a day's books; a day closed before: compare with its seal")
+    close.add_argument("day", type=day, metavar="DAY", help="the day (YYYY-MM-DD, UTC), over")
+    close.add_argument("--format", choices=("text", "csv", "json"), default="text", help="the report (default text)")
+    _common(close, _close, csv=False)
     rebuild = actions.add_parser("rebuild", help="drop the books and book every stored event again")
     _common(rebuild, _rebuild, csv=False)
 
@@ -98,6 +102,7 @@ def _books(args: argparse.Namespace, *, rebuild: bool = False) -> Iterator[_Book
 
 
 def _reconcile(args: argparse.Namespace) -> int:
+    from studroom.projections.ledger.closing import closed_days_differences
     from studroom.projections.ledger.reconcile import reconcile
     from studroom.projections.ledger.reconcile_text import render_reconciliation
 
@@ -112,6 +117,9 @@ def _reconcile(args: argparse.Namespace) -> int:
         return 2
     with _books(args) as books:
         result = reconcile(books.url, books.sources, ledger_schema=args.ledger_schema, scope=scope, cut=books.cut)
+        if args.first or args.last:
+            result.differences += closed_days_differences(books.conn, books.url, books.sources, args.ledger_schema,
+                                                          books.cut, args.first, args.last)
     print(render_reconciliation(result, books.sources, args.ledger_schema, as_csv=args.csv))
     return 0 if result.clean else 1
 
@@ -149,6 +157,29 @@ def _statement(args: argparse.Namespace) -> int:
     if not args.csv:
         print("\n" + "; ".join(f"{name} {value:,}" for name, value in totals.items()))
     return 0
+
+
+def _close(args: argparse.Namespace) -> int:
+    """Seal the day (exit 0), or compare a closed day with its seal (exit 1 on a change)."""
+    from studroom.projections.ledger.closing import DayNotOver, close_day
+    from studroom.projections.ledger.seal_text import render_seal
+
+    with _books(args) as books:
+        try:
+            seal, changed = close_day(books.conn, books.url, books.sources, args.ledger_schema, args.day, books.cut,
+                                      int(time.time() * 1000))
+        except DayNotOver as e:
+            print(f"studroom ledger close: {e}", file=sys.stderr)
+            return 2
+    print(render_seal(seal, args.format))
+    if changed is None:
+        print(f"{args.day} closed: its seal is stored in {args.ledger_schema}_seals", file=sys.stderr)
+        return 0
+    for d in changed:
+        print(f"changed since closed: {d.event}: {d.what}" if d.event else d.what, file=sys.stderr)
+    print(f"{args.day} was closed before: " + (f"{len(changed)} changes since" if changed else "the books agree "
+                                                "with its seal"), file=sys.stderr)
+    return 1 if changed else 0
 
 
 def _rebuild(args: argparse.Namespace) -> int:
