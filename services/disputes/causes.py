@@ -35,7 +35,9 @@ from studroom.domain.commands import (
     Command,
     ConfigureTable,
     DealStreet,
+    JoinWaitingList,
     Leave,
+    LeaveWaitingList,
     Muck,
     OpenTable,
     PauseTable,
@@ -75,6 +77,8 @@ from studroom.domain.events import (
     TablePaused,
     TableResumed,
     TimedOut,
+    WaitingListJoined,
+    WaitingListLeft,
 )
 from studroom.domain.games import GAMES
 from studroom.domain.table import Table
@@ -154,6 +158,10 @@ def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> l
         return [Show(seat=e.seat)]
     if isinstance(e, HandMucked):
         return [Muck(seat=e.seat)]
+    if isinstance(e, WaitingListJoined):
+        return [JoinWaitingList(player=e.player)]
+    if isinstance(e, WaitingListLeft) and e.reason == "own":   # the others follow another command
+        return [LeaveWaitingList(player=e.player)]
     return []
 
 
