@@ -14,11 +14,11 @@ import asyncio
 import contextlib
 import logging
 import random
-from pathlib import Path
 
 from ..runtime.arguments import name, non_negative_int
 from ..runtime.processes import process
 from ..runtime.processes.credentials import credentials
+from ..runtime.servers.attach import nats_url as running_nats_url
 from ..runtime.settings import Settings
 
 HELP = "one bot player at one table (random legal moves)"
@@ -38,17 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def nats_url(settings: Settings) -> str:
-    """``STUDROOM_NATS_URL``, or the embedded NATS a room runs in the data folder."""
-    if settings.nats_url:
-        return settings.nats_url
-    port_file = Path(settings.data_dir) / "nats" / "port"
-    try:
-        port = int(port_file.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        msg = (f"no NATS: set STUDROOM_NATS_URL, or start `studroom room` with the data "
-               f"folder {settings.data_dir} first")
-        raise SystemExit(msg) from None
-    return f"nats://127.0.0.1:{port}"
+    """``STUDROOM_NATS_URL``, or the embedded NATS a room runs in the data folder
+    (runtime/servers/attach.py); none: a one-line error."""
+    url = running_nats_url(settings)
+    if url is None:
+        raise SystemExit(f"no NATS: set STUDROOM_NATS_URL, or start `studroom room` with the data "
+                         f"folder {settings.data_dir} first")
+    return url
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:

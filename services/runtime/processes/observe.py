@@ -26,7 +26,6 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ...wire import subjects
@@ -34,6 +33,7 @@ from ...wire.door import Door, door_metrics, identified
 from ..observability.logs import FORMATS, fields
 from ..observability.metrics import Collect, Poll, Registry, gauge, log_fields
 from ..retry import RECONNECT
+from ..servers.attach import nats_url
 from ..settings import Settings, log_format_from_env, metrics_port_from_env
 
 log = logging.getLogger("studroom.observe")
@@ -219,17 +219,6 @@ class Observer:
             status = "200 OK" if health["ok"] else "503 Service Unavailable"
             return status, "application/json", json.dumps(health).encode()
         return "404 Not Found", "text/plain", b"/metrics or /healthz\n"
-
-
-def nats_url(settings: Settings) -> str | None:
-    """The settings' NATS, else the embedded one a process of the data folder started."""
-    if settings.nats_url:
-        return settings.nats_url
-    try:
-        port = int((Path(settings.data_dir) / "nats" / "port").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    return f"nats://127.0.0.1:{port}"
 
 
 def start(args: argparse.Namespace, settings: Settings, service: str, stop: asyncio.Event,

@@ -1,10 +1,13 @@
-"""How a tool finds the room's database: attached to a running room, or started for it.
+"""How a tool finds the room's servers: attached to a running room, or started for it.
 
 Every tool that reads the stores or the books (``ledger``, ``history``, ``replay``,
 ``verify``) works on a running room and on a stopped one.  The database is
 ``STUDROOM_DATABASE_URL``; else the embedded PostgreSQL a room runs in the data folder
 (its lock is held; its port file says where, its password file how to log in); else an
-embedded PostgreSQL started on the data folder for the time of the command.
+embedded PostgreSQL started on the data folder for the time of the command.  A tool
+that talks to the room over NATS (the operator's, a bot, a service's observer) finds
+it the same way, but starts none: ``STUDROOM_NATS_URL``, else the embedded NATS a room
+runs in the data folder.
 """
 
 from __future__ import annotations
@@ -15,14 +18,33 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..settings import Settings
+from .embedded_nats import EmbeddedNats
 from .embedded_postgres import EmbeddedPostgres, embedded_url
 
 
 def running_postgres(data_dir: Path) -> str | None:
     """The URL of the embedded PostgreSQL another process runs in ``data_dir``, or None."""
-    home = data_dir / EmbeddedPostgres.name
+    port = _running_port(data_dir, EmbeddedPostgres.name)
+    return None if port is None else embedded_url(data_dir, port)
+
+
+def running_nats(data_dir: Path) -> str | None:
+    """The URL of the embedded NATS another process runs in ``data_dir``, or None."""
+    port = _running_port(data_dir, EmbeddedNats.name)
+    return None if port is None else f"nats://127.0.0.1:{port}"
+
+
+def nats_url(settings: Settings) -> str | None:
+    """``STUDROOM_NATS_URL``, else the embedded NATS a room runs in the data folder."""
+    return settings.nats_url or running_nats(Path(settings.data_dir))
+
+
+def _running_port(data_dir: Path, server: str) -> int | None:
+    """The port of the embedded ``server`` (its folder's name) running in ``data_dir``:
+    its lock is held (by the process running it) and its port file says where."""
+    home = data_dir / server
     try:
-        lock = (home / f"{EmbeddedPostgres.name}.lock").open("r")
+        lock = (home / f"{server}.lock").open("r")
     except OSError:
         return None
     with lock:
@@ -34,10 +56,9 @@ def running_postgres(data_dir: Path) -> str | None:
             fcntl.flock(lock, fcntl.LOCK_UN)
             return None
     try:
-        port = int((home / "port").read_text().split()[0])
+        return int((home / "port").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    return embedded_url(data_dir, port)
 
 
 @contextlib.contextmanager
