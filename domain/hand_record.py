@@ -16,7 +16,7 @@ import msgspec
 
 from .config import TableConfig
 from .events import Event, HandStarted, PlayerLeft, PlayerSatDown, TableEvent
-from .hands import HandSpan, config_of, started_ms
+from .hands import ConfigTimeline, HandSpan, started_ms
 from .seen import seen_by
 
 
@@ -69,7 +69,7 @@ def record_from_stream(stream: Sequence[Event], span: HandSpan, as_player: str |
     """Hand ``span`` of a table's whole stream: as ``as_player`` may see it, or (None)
     the dealer's full record.  NotInHand when he was not dealt in."""
     hand = stream[span.start:span.end]
-    config = config_of(stream)
+    config = ConfigTimeline(stream).at(span.start)        # as the operator had set it for this hand
     table_id = stream[0].table_id  # type: ignore[attr-defined]
     seated = seated_before(stream, span.start)
     if as_player is None:

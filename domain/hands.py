@@ -19,12 +19,13 @@ Rules R5, R18 (docs/rules.md).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import msgspec
 
 from .config import TableConfig
-from .events import Event, HandCancelled, HandEnded, HandStarted, TableOpened, TurnStarted
+from .events import Event, HandCancelled, HandEnded, HandStarted, TableConfigured, TableOpened, TurnStarted
 
 
 class HandSpan(msgspec.Struct, frozen=True):
@@ -79,6 +80,24 @@ def config_of(events: Sequence[Event]) -> TableConfig:
     if not isinstance(opened, TableOpened):
         raise TypeError("a table's stream begins with TableOpened")
     return opened.config
+
+
+class ConfigTimeline:
+    """The table's settings as they changed along its stream: the opening ones, then each
+    operator's ``TableConfigured`` (which takes effect at the next hand: a hand runs on
+    the settings stored before its first event)."""
+
+    def __init__(self, stream: Sequence[Event]) -> None:
+        self.positions = [0]
+        self.configs = [config_of(stream)]
+        for position, event in enumerate(stream):
+            if type(event) is TableConfigured:
+                self.positions.append(position)
+                self.configs.append(event.config)  # type: ignore[attr-defined]
+
+    def at(self, index: int) -> TableConfig:
+        """The settings of a hand whose first event is at ``index``."""
+        return self.configs[max(bisect_left(self.positions, index) - 1, 0)]
 
 
 def turn_clock(turn: TurnStarted, config: TableConfig) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import msgspec
 from studroom.domain.events import Event
-from studroom.domain.hands import HandSpan, config_of, spans, started_ms
+from studroom.domain.hands import ConfigTimeline, HandSpan, spans, started_ms
 
 from .checks import HandCheck, check_table
 
@@ -30,13 +30,13 @@ class Period(msgspec.Struct, frozen=True):
 
 def hands_in(stream: Sequence[Event], period: Period) -> list[HandSpan]:
     """The finished hands (cancelled attempts included) of a table played in ``period``."""
-    config = config_of(stream)
+    configs = ConfigTimeline(stream)
     chosen: list[HandSpan] = []
     last_ms: int | None = None
     for span in spans(stream):
         if span.end is None:
             continue
-        when = started_ms(stream[span.start:span.end], config)
+        when = started_ms(stream[span.start:span.end], configs.at(span.start))   # its own timers
         when = last_ms if when is None else when
         last_ms = when
         if period.holds(when):

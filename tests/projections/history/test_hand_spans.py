@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
+from studroom.domain.authority import Sender
 from studroom.domain.commands import (
     BuyIn,
+    ConfigureTable,
     OpenTable,
     PostAnte,
     SitDown,
     SkipAnte,
     StartHand,
+    Timeout,
 )
 from studroom.domain.config import TableConfig
 from studroom.domain.events import HandCancelled, HandEnded, HandStarted, TurnStarted
-from studroom.domain.simulate import STAKES, new_table, play_hand
-from studroom.domain.table import Table
 from studroom.domain.hands import (
+    ConfigTimeline,
     NoSuchHand,
     config_of,
     find,
@@ -26,6 +29,8 @@ from studroom.domain.hands import (
     started_ms,
     turn_clock,
 )
+from studroom.domain.simulate import STAKES, new_table, play_hand
+from studroom.domain.table import Table
 
 
 def _cancelled_then_played() -> list:
@@ -79,3 +84,29 @@ def test_the_turns_give_back_the_services_clock() -> None:
     assert [turn_clock(t, config) for t in turns] == [1_000_000, 1_004_000]
     hand = events[spans(events)[0].start:]
     assert started_ms(hand, config) == 1_000_000
+
+
+def test_each_hand_runs_on_the_settings_stored_before_it() -> None:
+    """An operator's new settings (TableConfigured, stored mid-hand) are those of the
+    next hand: the timeline of settings gives each hand its own (the history's export,
+    verify's clock of a hand)."""
+    rng = random.Random(5)
+    table, events = new_table("seven_card_stud", 2)
+    events += play_hand(table, rng)
+    events += table.execute(StartHand(seed=rng.randbytes(32).hex()))
+    second = len(events) - 1
+    while not isinstance(events[second], HandStarted):
+        second -= 1
+    assert table.config is not None
+    slower = msgspec.structs.replace(table.config, action_seconds=30)
+    floor = Sender("operator", "floor")
+    events += table.execute(ConfigureTable(config=slower, command_id="1"), floor)   # mid-hand: from the next
+    while table.hand is not None:
+        events += table.execute(Timeout(turn=table.last_turn.turn))  # type: ignore[union-attr]
+    events += play_hand(table, rng)
+    third = max(i for i, e in enumerate(events) if isinstance(e, HandStarted))
+    timeline = ConfigTimeline(events)
+    assert timeline.at(second).action_seconds == config_of(events).action_seconds == 10
+    assert timeline.at(third).action_seconds == 30
+    first_turn = next(e for e in events[third:] if isinstance(e, TurnStarted))
+    assert started_ms(events[third:], timeline.at(third)) == first_turn.deadline_ms - 30_000
