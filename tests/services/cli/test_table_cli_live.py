@@ -50,6 +50,7 @@ from studroom.projections.ledger.sources import all_sources
 from studroom.services.client.cashier import CashierClient
 from studroom.services.client.messages import decode_event
 from studroom.services.client.table import TableClient
+from studroom.services.client.waiting import wait_at
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan
 from studroom.services.runtime.processes import process
@@ -279,6 +280,69 @@ async def _waiting(live_room: LiveRoom, table_id: str) -> None:
         view = await floor.until(lambda v: any(s.player == waiting for s in v.seats), "seated from the list")
         assert view.waiting == []
         await floor.cli("close", table_id)
+    finally:
+        await bots.stop()
+        await player_nc.drain()
+        await nc.drain()
+
+
+def test_a_player_waits_at_every_table_of_a_game_and_stakes_and_sits_at_the_first_offer(
+        live_room: LiveRoom) -> None:
+    """Waiting per game and stakes: on the list of every table of them the lobby names;
+    a seat frees at one, he takes it and is off the other lists."""
+    tables = [f"gs{uuid.uuid4().hex[:6]}" for _ in range(2)]
+    asyncio.run(_waiting_anywhere(live_room, tables))
+
+
+async def _waiting_anywhere(live_room: LiveRoom, tables: list[str]) -> None:
+    floor = Floor(live_room, tables[0])
+    stakes = [*OPEN[:-1], "2"]
+    stakes[stakes.index("--stakes") + 1] = "15-30"                     # stakes no other test plays
+    stakes[stakes.index("--buy-in") + 1] = "150-4000"                  # ten small bets at least (R3)
+    for table_id in tables:
+        await floor.cli("open", table_id, *stakes)
+    nc = await process.connect(live_room.url, "test-anywhere", creds=live_room.authority.ensure("operator", "floor"))
+    floor.viewer = TableClient(nc, "operator", "floor")
+    config = (await floor.view()).config
+    plans = [TablePlan(t, config, {seat: f"{t}-p{seat}" for seat in range(2)}) for t in tables]
+    waiting_player = f"{tables[0]}-w"
+    bots = Room(live_room.url, plans, authority=live_room.authority, seed=9)
+    player_nc = await process.connect(live_room.url, "test-anywhere-w",
+                                      creds=live_room.authority.ensure("player", waiting_player))
+    offers: list[Event] = []
+
+    async def received(msg: Any) -> None:
+        offers.append(decode_event(msg.data))
+
+    for table_id in tables:
+        await player_nc.subscribe(subjects.private_events(waiting_player, table_id), cb=received)
+    waiter = TableClient(player_nc, "player", waiting_player)
+    found: list[str] = []
+    try:
+        await bots.start()
+
+        async def listed() -> bool:
+            try:
+                msg = await player_nc.request(subjects.lobby_query("player", waiting_player),
+                                              encode_query(LobbyQuery(game="seven_card_stud", stakes="15/30")),
+                                              timeout=1.0)
+            except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+                return False
+            found[:] = sorted(t.table_id for t in decode_answer(msg.data).tables)
+            return found == sorted(tables)
+
+        await eventually(listed, "the lobby names both tables of the game and stakes")
+        waiting = await wait_at(waiter, found)
+        assert sorted(waiting.tables) == sorted(tables)
+        assert "removed" in await floor.cli("remove", tables[1], f"{tables[1]}-p1")
+        await eventually(lambda: asyncio.sleep(0, any(isinstance(e, SeatOffered) for e in offers)), "an offer")
+        offer = next(e for e in offers if isinstance(e, SeatOffered))
+        assert (await waiter.send(tables[1], SitDown(seat=offer.seat, player=waiting_player))).ok
+        await waiting.seated_at(tables[1])
+        floor.table_id = tables[0]
+        assert (await floor.view()).waiting == [] and waiting.tables == []
+        for table_id in tables:
+            await floor.cli("close", table_id)
     finally:
         await bots.stop()
         await player_nc.drain()
