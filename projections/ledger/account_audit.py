@@ -13,8 +13,8 @@ reconciling the money that comes in, goes to the tables, comes back and goes out
   domain's count of the chips in transit: reservations the table has not credited yet,
   and chips of players who left and whom the cashier has not credited yet.
 
-The cross checks are exact for a room at rest (a stopped room, or when no buy-in is in
-flight); on a running room a transfer half done between the two stores' reads shows.
+The cross checks are exact on a running room too when both stores are read as of one
+cut (cut.py): a transfer is then whole, or half done and counted in transit.
 """
 
 from __future__ import annotations
