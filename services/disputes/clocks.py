@@ -75,7 +75,8 @@ def _next_clock(stream: Sequence[Event], index: int, table: Table) -> int:
     hand, at once between hands: domain/table.py)."""
     config, pending, in_hand = table.config, table.next_config, table.hand is not None
     assert config is not None
-    for event in stream[index:]:
+    for i in range(index, len(stream)):             # by index: a slice would copy the rest of the stream
+        event = stream[i]
         kind = type(event)
         if kind is TurnStarted:
             return turn_clock(event, config)  # type: ignore[arg-type]
@@ -149,12 +150,10 @@ def _removal_point(stream: Sequence[Event], index: int) -> int | None:
 
 def _departures(stream: Sequence[Event], start: int) -> list[PlayerLeft]:
     """The ``PlayerLeft`` events that follow a hand's or a pause's end."""
-    found: list[PlayerLeft] = []
-    for event in stream[start:]:
-        if type(event) is not PlayerLeft:
-            break
-        found.append(event)  # type: ignore[arg-type]
-    return found
+    end = start
+    while end < len(stream) and type(stream[end]) is PlayerLeft:
+        end += 1
+    return stream[start:end]  # type: ignore[return-value]
 
 
 def _id_floor(number: str | None) -> int:
