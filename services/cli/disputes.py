@@ -9,6 +9,7 @@ Exit codes: 0 consistent, 1 a difference (the record and the rules part somewher
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -27,6 +28,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     verify = commands.add_parser("verify", help="every finished hand of a period replays consistently (exit 1 if not)")
     add_period(verify, instants=True)
     verify.add_argument("--table", default=None, help="only this table")
+    verify.add_argument("--all", action="store_true",
+                        help="check every hand again, not only those stored since the tables' verified-through marks")
+    verify.add_argument("--workers", type=positive_int, default=_cores(),
+                        help=f"worker processes, a table at a time (default: the cores, {_cores()})")
     verify.set_defaults(run=_verify)
 
 
@@ -54,25 +59,29 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from ..disputes.stored_events import NoSuchTable, all_streams, table_stream
-    from ..disputes.verify import Period, summarize, verify
+    import psycopg
+
+    from ..disputes.marks import read_marks, save_marks
+    from ..disputes.stored_events import NoSuchTable
+    from ..disputes.stored_verify import jobs, verify_stored
+    from ..disputes.verify import Period, summarize
     from ..runtime.servers.attach import database
 
     period = Period(None if args.first is None else first_ms(args.first),
                     None if args.last is None else last_ms(args.last))
     started = time.perf_counter()
     with database(Settings.from_env()) as url:
-        try:
-            if args.table:
-                stream = table_stream(url, args.table)
-                streams, total = iter([(args.table, stream)]), len(stream)
-            else:
-                streams, total = all_streams(url), _events_stored(url)
-            with progress(total, "events") as advance:
-                summary = summarize(verify(streams, period, on_progress=advance))
-        except NoSuchTable as e:
-            print(f"studroom verify: {e}", file=sys.stderr)
-            return 2
+        with psycopg.connect(url, autocommit=True) as conn:
+            try:
+                work = jobs(conn, args.table)
+            except NoSuchTable as e:
+                print(f"studroom verify: {e}", file=sys.stderr)
+                return 2
+            marks = {} if args.all or period != Period() else read_marks(conn)
+        with progress(sum(job.events for job in work), "events") as advance:
+            summary = summarize(verify_stored(url, work, period, marks, workers=args.workers, on_progress=advance))
+        with psycopg.connect(url, autocommit=True) as conn:
+            save_marks(conn, summary.marks)
     for check in summary.different:
         d = check.difference
         findings = [] if check.deck is None else check.deck.findings
@@ -80,15 +89,13 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"{check.table_id} hand {check.span.hand_no}: DIFFERENT {where}")
     consistent = summary.hands - len(summary.different)
     seconds = time.perf_counter() - started
+    skipped = f"; {number(summary.skipped)} verified before, skipped (--all checks them)" if summary.skipped else ""
     print(f"verify: {summary.tables} tables, {number(summary.hands)} finished hands ({summary.cancelled} cancelled): "
           f"{number(consistent)} consistent, {len(summary.different)} different "
-          f"in {seconds:.1f} s ({rate(summary.hands / seconds)})")
+          f"in {seconds:.1f} s ({rate(summary.hands / seconds)}){skipped}")
     return 1 if summary.different else 0
 
 
-def _events_stored(url: str) -> int:
-    """About how many events the table stores hold (their last notification ids)."""
-    from ..store.inspect import events_stored, stores_found
-    from ..store.layout import store_schema
-
-    return events_stored(url, [store_schema(i) for i in stores_found(url)])
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0))

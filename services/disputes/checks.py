@@ -46,12 +46,13 @@ def check_hand(stream: Sequence[Event], span: HandSpan) -> HandCheck:
     return next(check_table(stream, [span]))
 
 
-def check_table(stream: Sequence[Event], hands: Sequence[HandSpan]) -> Iterator[HandCheck]:
+def check_table(stream: Sequence[Event], hands: Sequence[HandSpan], start: int | None = None) -> Iterator[HandCheck]:
     """The finished ``hands`` of one table's ``stream`` (in order), each re-run with the
-    commands since the previous one; after a difference the next hand starts again
-    from the record."""
+    commands since the previous one (the first with those since the stream's place
+    ``start``, if given: a verified-through mark); after a difference the next hand
+    starts again from the record."""
     table_id: str = stream[0].table_id  # type: ignore[attr-defined]
-    rerun: Rerunner | None = None
+    rerun: Rerunner | None = None if start is None else Rerunner(stream, start)
     for span in hands:
         assert span.end is not None, "only finished hands are checked"
         if rerun is None or rerun.pos > span.start:
