@@ -63,6 +63,7 @@ BENCHMARKS = {
     "lobby": "studroom.tools.bench.lobby",
     "ledger": "studroom.tools.bench.ledger",
     "history": "studroom.tools.bench.history",
+    "verify": "studroom.tools.bench.verify",
     "faults": "studroom.tools.bench.faults",
 }
 
