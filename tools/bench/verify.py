@@ -8,7 +8,11 @@ reading, decoding, re-running, hashing and proofs, and the rest
     studroom bench verify [--hands 20000] [--tables 16] [--stores 2] [--profile]
 
 The room is domain/simulate.py's simulated room, written to real event stores by
-tools/stored_room.py.
+tools/stored_room.py: rooms of :data:`ROOM_HANDS` hands, one seed after the other
+(their tables named apart), until enough hands are stored.  Short rooms because the
+simulator now stops, after some thousands of hands, on a move the rules refuse
+(``DomainError: seat 2 may fold, check; not bet``): such a room is kept as far as it
+was stored (its unfinished hand is not verified).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from collections.abc import Mapping
 
 import psycopg
 from psycopg import sql
+from studroom.domain.errors import DomainError
 from studroom.domain.hands import spans
 from studroom.domain.simulate import play_room
 from studroom.services.runtime.arguments import positive_int
@@ -33,6 +38,7 @@ from .database import bench_database
 
 HELP = "verify: stored hands verified/s on 1 and 2 worker processes, beside the domain playing them; a profile split"
 
+ROOM_HANDS = 2500
 EVENTS_PER_HAND = 80           # about, in the simulated room: to store enough events for --hands
 
 
@@ -43,12 +49,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", action="store_true", help="also profile one worker and split its time")
 
 
-def play_rate(tables: int, events: int) -> float:
-    """The domain playing the simulated room (no store): hands/s."""
+def play_rate(tables: int) -> float:
+    """The domain playing one simulated room of :data:`ROOM_HANDS` hands (no store): hands/s."""
     started = time.perf_counter()
-    room = play_room(tables, events=events, prefix="bench")
+    room = play_room(tables, events=ROOM_HANDS * EVENTS_PER_HAND, prefix="bench")
     seconds = time.perf_counter() - started
     return sum(1 for stream in room.tables.values() for s in spans(stream) if s.end is not None) / seconds
+
+
+def store_rooms(database_url: str, schemas: list[str], cashier: str, *, hands: int, tables: int) -> None:
+    """Simulated rooms of :data:`ROOM_HANDS` hands until about ``hands`` are stored."""
+    for seed in range(1, 1 + -(-hands // ROOM_HANDS)):
+        try:
+            store_room(database_url, schemas, cashier, events=ROOM_HANDS * EVENTS_PER_HAND, tables=tables,
+                       seed=seed, prefix=f"bench{seed}")
+        except DomainError as refused:
+            print(f"room {seed}: the simulator stopped: {refused}")
 
 
 def timed_verify(database_url: str, prefix: str, workers: int) -> tuple[int, float]:
@@ -96,10 +112,9 @@ def bench(database_url: str, *, hands: int, tables: int, stores: int, profile: b
     prefix = f"bench_{uuid.uuid4().hex[:8]}_p"
     schemas = [store_schema(j, prefix) for j in range(stores)]
     cashier = f"{prefix}cashier"
-    events = hands * EVENTS_PER_HAND
     try:
-        store_room(database_url, schemas, cashier, events=events, tables=tables, prefix="bench")
-        results: dict[str, float] = {"domain playing the room (no store): hands/s": play_rate(tables, events)}
+        store_rooms(database_url, schemas, cashier, hands=hands, tables=tables)
+        results: dict[str, float] = {"domain playing the room (no store): hands/s": play_rate(tables)}
         for workers in (1, 2):
             checked, seconds = timed_verify(database_url, prefix, workers)
             results["hands verified"] = checked
