@@ -177,3 +177,24 @@ def test_on_a_running_rooms_database_and_on_a_stopped_rooms_data_folder(
     monkeypatch.setenv("STUDROOM_DATA_DIR", str(private_dir / "nothing-here"))
     with pytest.raises(SystemExit, match="no room's data"):
         main(["verify"])
+
+
+def test_marks_skip_verified_hands_and_all_checks_them_again(room_db: str, streams: dict[str, list[Event]],
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    hands = sum(len([s for s in spans(e) if s.end]) for e in streams.values())
+    code, out = _run(capsys, "verify", "--workers", "1")
+    assert code == 0 and f"{hands:,} finished hands" in out and "skipped" not in out
+    code, out = _run(capsys, "verify")                       # marked: nothing new
+    assert code == 0 and "verify: 0 tables, 0 finished hands" in out and f"{hands:,} verified before, skipped" in out
+    code, out = _run(capsys, "verify", "--all", "--workers", "2")
+    assert code == 0 and f"{hands:,} finished hands" in out and "skipped" not in out
+
+    t01 = streams["t01"]
+    amount = [i for i, e in enumerate(t01) if isinstance(e, Acted) and e.amount][3]
+    _rewrite(room_db, "t01", amount + 1, lambda data: data.update(amount=data["amount"] + 20))
+    named = f"t01 hand {_hand_of(t01, amount)}: DIFFERENT at version {amount + 1}"
+    for workers in ("1", "2"):                               # the same verdicts from one process or two
+        code, out = _run(capsys, "verify", "--all", "--workers", workers)
+        assert code == 1 and named in out
+    code, out = _run(capsys, "verify")                       # the mark's prefix changed: t01 checked again
+    assert code == 1 and named in out
