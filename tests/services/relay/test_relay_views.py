@@ -23,6 +23,7 @@ from studroom.domain.commands import (
     PostAnte,
     Show,
     SitDown,
+    SitOut,
     StartHand,
     Timeout,
 )
@@ -55,8 +56,9 @@ decode_event = msgspec.json.Decoder(TableEvent).decode
 
 def _play_hand(table: Table, rng: random.Random, timeout_rate: float) -> list:
     """simulate.play_hand, plus a live dealer's console (R28: sometimes a 7th card
-    comes up exposed)."""
-    events = table.execute(StartHand(seed=rng.randbytes(32).hex()))
+    comes up exposed).  Players sat out by a timed-out turn (R34) sit in again first."""
+    events = [e for seat in simulate.sat_out(table) for e in table.execute(SitOut(seat=seat, sitting_out=False))]
+    events += table.execute(StartHand(seed=rng.randbytes(32).hex()))
     while table.hand is not None:
         hand = table.hand
         assert table.config is not None and table.game is not None
