@@ -91,13 +91,16 @@ def _transfers(live_room: LiveRoom, tables: list[str]) -> dict[str, int]:
 
 
 def _alter_a_pot(live_room: LiveRoom, tables: list[str]) -> tuple[str, bytes]:
-    """Add 7 chips to a stored PotAwarded of the test's tables: where, and the state it had."""
+    """Add 7 chips to a stored PotAwarded of the test's tables: where, and the state it had.
+    The first one stored: booked by the reconciles before (each books up to its cut), so
+    the books and the store disagree on it (a pot altered before it is booked is booked as
+    altered and named by the hand's chips instead)."""
     for schema in live_room.schemas:
         events = sql.Identifier(schema, "events")
         with psycopg.connect(live_room.database_url, autocommit=True) as conn:
             row = conn.execute(sql.SQL(
                 "SELECT originator_id, originator_version, state FROM {} WHERE originator_id = ANY(%s) "
-                "AND topic LIKE %s ORDER BY notification_id DESC LIMIT 1").format(events),
+                "AND topic LIKE %s ORDER BY notification_id LIMIT 1").format(events),
                 (tables, "%PotAwarded")).fetchone()
             if row is None:
                 continue
