@@ -288,6 +288,11 @@ def print_view(view: TableView, out: IO[str] = sys.stdout) -> None:
     print(f"{view.table_id}: {view.state}, {hand} (version {number(view.version)})", file=out)
     rows = [[s.seat, s.player, s.stack, _seat_state(s)] for s in view.seats]
     print(table(["seat", "player", "stack", "state"], rows), file=out)
+    if view.waiting or view.offer is not None:
+        offer = "" if view.offer is None else (f"; seat {view.offer.seat} offered to {view.offer.player} until "
+                                               + datetime.fromtimestamp(view.offer.until_ms / 1000, tz=UTC)
+                                               .strftime("%H:%M:%S UTC"))
+        print(f"{view.table_id}: waiting {', '.join(view.waiting) or 'nobody'}{offer}", file=out)
 
 
 def _seat_state(seat: SeatView) -> str:

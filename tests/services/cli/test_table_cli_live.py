@@ -260,6 +260,7 @@ async def _waiting(live_room: LiveRoom, table_id: str) -> None:
         await floor.until(lambda v: v.hand_no >= 1, "a hand")
         assert (await waiter.send(table_id, JoinWaitingList(player=waiting))).ok
         await floor.until(lambda v: v.waiting == [waiting], "on the list")
+        assert f"waiting {waiting}" in await floor.cli("show", table_id)
 
         async def counted() -> bool:
             try:
