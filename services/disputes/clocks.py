@@ -29,9 +29,11 @@ from studroom.domain.events import (
     HandCancelled,
     HandEnded,
     HandStarted,
+    LeaveRequested,
     PauseEnded,
     PauseStarted,
     PlayerLeft,
+    PlayerSatDown,
     SeatOffered,
     SitOutChanged,
     TableClosed,
@@ -39,8 +41,8 @@ from studroom.domain.events import (
     TurnStarted,
     WaitingListLeft,
 )
+from studroom.domain.config import TableConfig
 from studroom.domain.hands import turn_clock
-from studroom.domain.snapshot import capture, restore
 from studroom.domain.table import Table
 
 _HAND_ENDS = (HandEnded, HandCancelled)
@@ -106,24 +108,56 @@ def _removal_bounds(stream: Sequence[Event], index: int, table: Table) -> tuple[
     end = _removal_point(stream, index)
     if end is None or not _anyone_waits(stream[index:end + 1], table):
         return 0, None
-    at = restore(capture(table))                 # a copy, brought to where the record ends it
-    for event in stream[index:end + 1]:
-        at.apply(event)
-    assert at.config is not None
-    limit = 1000 * at.config.sit_out_seconds
-    until = {seat: state.out_since_ms + limit for seat, state in at.seats.items()
-             if state.sitting_out and not state.leaving}
+    config, sat_out, offer = _at_end(stream, index, end, table)
+    limit = 1000 * config.sit_out_seconds
+    until = {seat: since + limit for seat, since in sat_out.items()}
     departures = _departures(stream, end + 1)
     removed = {e.seat for e in departures if e.reason == "sat_out_too_long"}
     low = max((until[seat] for seat in removed if seat in until), default=0)
     high = min((u for seat, u in until.items() if seat not in removed), default=None)
     after = stream[end + 1 + len(departures)] if end + 1 + len(departures) < len(stream) else None
-    if at.offer is not None and type(after) is not TableClosed:    # the waiting list was served
+    if offer is not None and type(after) is not TableClosed:    # the waiting list was served
         if type(after) is WaitingListLeft and after.reason == "offer_passed":  # type: ignore[attr-defined]
-            low = max(low, at.offer.until_ms)
+            low = max(low, offer.until_ms)
         else:
-            high = at.offer.until_ms if high is None else min(high, at.offer.until_ms)
+            high = offer.until_ms if high is None else min(high, offer.until_ms)
     return low, None if high is None else high - 1
+
+
+def _at_end(stream: Sequence[Event], index: int, end: int,
+            table: Table) -> tuple[TableConfig, dict[int, int], SeatOffered | None]:
+    """What R34 and the waiting list see where the record ends a hand or a pause (its
+    place ``end``): the settings in force, each seat sat out and not leaving with when
+    since, the open seat offer.  Followed from ``table`` through the few events that
+    change them (as domain/table.py applies them): a copy of the whole table, brought
+    there, cost a sixth of verify."""
+    config, pending, in_hand, offer = table.config, table.next_config, table.hand is not None, table.offer
+    seats = {seat: [state.sitting_out, state.out_since_ms, state.leaving] for seat, state in table.seats.items()}
+    for i in range(index, end + 1):
+        event, kind = stream[i], type(stream[i])
+        if kind is SitOutChanged and event.seat in seats:  # type: ignore[attr-defined]
+            seats[event.seat][:2] = [event.sitting_out, event.since_ms]  # type: ignore[attr-defined]
+        elif kind is LeaveRequested and event.seat in seats:  # type: ignore[attr-defined]
+            seats[event.seat][2] = True  # type: ignore[attr-defined]
+        elif kind is PlayerSatDown:
+            seats[event.seat] = [False, 0, False]  # type: ignore[attr-defined]
+        elif kind is PlayerLeft:
+            seats.pop(event.seat, None)  # type: ignore[attr-defined]
+        elif kind is SeatOffered:
+            offer = event  # type: ignore[assignment]
+        elif kind is WaitingListLeft and offer is not None and offer.player == event.player:  # type: ignore[attr-defined]
+            offer = None
+        elif kind is TableConfigured:
+            if in_hand:
+                pending = event.config  # type: ignore[attr-defined]
+            else:
+                config = event.config  # type: ignore[attr-defined]
+        elif kind is HandStarted:
+            in_hand = True
+        elif kind in _HAND_ENDS:
+            in_hand, config, pending = False, pending or config, None
+    assert config is not None
+    return config, {seat: since for seat, (out, since, leaving) in seats.items() if out and not leaving}, offer
 
 
 def _anyone_waits(events: Sequence[Event], table: Table) -> bool:
