@@ -119,6 +119,21 @@ def candidates(stream: Sequence[Event], index: int, table: Table) -> list[Candid
 
 
 def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> list[Command]:
+    """The commands whose first event ``e`` may be (the most frequent looked at first)."""
+    if isinstance(e, Acted):
+        return [Act(seat=e.seat, action=e.action, size=_size(e, table))]
+    if isinstance(e, AntePosted):
+        return [PostAnte(seat=e.seat, entropy=e.entropy)]
+    if isinstance(e, CardsDealt):
+        return _street(e, nxt, table)
+    if isinstance(e, (TimedOut, PauseEnded)):
+        return [Timeout(turn=e.turn)]
+    if isinstance(e, PauseStarted):
+        return [ScheduleHand(pause_ms=e.pause_ms)]
+    if isinstance(e, HandStarted):
+        scripted = e.deck or None
+        return [StartHand(seed=e.seed, deck=scripted),
+                StartHand(seed=e.seed, deck=scripted, button=e.button)]
     if isinstance(e, TableOpened):
         return [OpenTable(table_id=e.table_id, config=e.config)]
     if isinstance(e, PlayerSatDown):
@@ -138,22 +153,8 @@ def _commands(e: Event, nxt: Event | None, table: Table, by: Sender | None) -> l
         return [ResumeTable()]
     if isinstance(e, (TableClosing, TableClosed)):
         return [CloseTable()]
-    if isinstance(e, HandStarted):
-        scripted = e.deck or None
-        return [StartHand(seed=e.seed, deck=scripted),
-                StartHand(seed=e.seed, deck=scripted, button=e.button)]
-    if isinstance(e, AntePosted):
-        return [PostAnte(seat=e.seat, entropy=e.entropy)]
     if isinstance(e, AnteSkipped):
         return _ante_skipped(e, nxt, table, by)
-    if isinstance(e, CardsDealt):
-        return _street(e, nxt, table)
-    if isinstance(e, Acted):
-        return [Act(seat=e.seat, action=e.action, size=_size(e, table))]
-    if isinstance(e, (TimedOut, PauseEnded)):
-        return [Timeout(turn=e.turn)]
-    if isinstance(e, PauseStarted):
-        return [ScheduleHand(pause_ms=e.pause_ms)]
     if isinstance(e, HandShown):
         return [Show(seat=e.seat)]
     if isinstance(e, HandMucked):
