@@ -7,12 +7,11 @@ runtime/servers/attach.py finds it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from studroom.domain.events import Event
 
-from ..store.inspect import open_stores, stores_found, stream_ids
+from ..store.inspect import open_stores, stores_found
 from ..store.layout import STORE_SCHEMA_PREFIX, store_schema
 
 
@@ -37,15 +36,3 @@ def table_stream(database_url: str, table_id: str, prefix: str = STORE_SCHEMA_PR
         for store in stores:
             store.close()
     raise NoSuchTable(f"no event store holds a table {table_id!r}")
-
-
-def all_streams(database_url: str, prefix: str = STORE_SCHEMA_PREFIX) -> Iterator[tuple[str, list[Event]]]:
-    """``(table_id, events)`` of every stored table, one table at a time."""
-    stores = _stores(database_url, prefix)
-    try:
-        for store in stores:
-            for table_id in stream_ids(store):
-                yield table_id, store.load(table_id)
-    finally:
-        for store in stores:
-            store.close()
