@@ -26,7 +26,7 @@ import msgspec
 from . import announcements, buy_ins, command_ids, waiting_list
 from .authority import Sender, authorize
 from .buy_ins import SeatChips
-from .betting import bet_sizes, decide_action, next_to_act, options, uncalled
+from .betting import bet_sizes, decide_action, next_to_act, options, round_complete, uncalled
 from .cards import DECK_SIZE, BadCard, RANKS, parse, parse_many, show, show_many
 from .commands import (
     Act, BuyIn, CloseTable, Command, ConfigureTable, DealStreet, JoinWaitingList, Leave, LeaveWaitingList, Muck,
@@ -739,7 +739,8 @@ class Table:
         raise DomainError(NOT_YOUR_TURN, f"seat {c.seat} acted, but seat {hand.to_act} is to act")
 
     def _after_fold(self, c: Command, seat: int, was_turn: bool) -> None:
-        """A fold out of turn (a player left) ends the hand if one player is left."""
+        """A fold out of turn (a player left or was removed) ends the hand if one player is
+        left; else it may change what the player to act may do (R15)."""
         hand = self._hand()
         if was_turn:
             self._after_action(c, seat)
@@ -747,6 +748,17 @@ class Table:
             if hand.phase == "betting":
                 self._close_round()
             self._finish(c, "fold")
+        elif hand.phase == "betting" and hand.turn_kind == "act" and hand.to_act is not None:
+            self._turn_again(c, hand.players[hand.to_act])
+
+    def _turn_again(self, c: Command, p: HandPlayer) -> None:
+        """R15 after a fold out of turn: if nobody left can answer a bet and ``p`` owes
+        nothing, the round is over (the rest is dealt without betting); if what he may
+        do changed, his turn is opened again with it (the old turn's timeout is stale)."""
+        if round_complete(self._hand()):
+            self._end_round(c)
+        elif self.last_turn is None or options(self._hand(), p) != self.last_turn.options:
+            self._start_turn(c, p)
 
     def _after_action(self, c: Command, seat: int) -> None:
         """R15: after an action the hand is won by fold, or the round goes on, or ends."""
@@ -760,11 +772,17 @@ class Table:
         if waiting is not None:
             self._start_turn(c, waiting)
         else:
-            self._close_round()
-            if hand.street >= self.game.last_street or hand.skip_last_round:
-                self._showdown(c)
-            elif self.config.auto_deal:
-                self._deal(c)
+            self._end_round(c)
+
+    def _end_round(self, c: Command) -> None:
+        """The round is over: to the showdown after the last one, else the next street."""
+        hand = self._hand()
+        assert self.config is not None and self.game is not None
+        self._close_round()
+        if hand.street >= self.game.last_street or hand.skip_last_round:
+            self._showdown(c)
+        elif self.config.auto_deal:
+            self._deal(c)
 
     def _close_round(self) -> None:
         hand = self._hand()
