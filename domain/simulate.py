@@ -328,6 +328,8 @@ class SimulatedTable:
         street = hand.street + 1
         live = hand.live() if street else hand.dealt()
         count = len(live) * len(game.streets[street].faces)
+        if len(deck) < count:            # R17: too few cards for everyone: one community card
+            return self.run(DealStreet(cards=[CARD_TEXT[deck[0]]]), FLOOR)
         down = street == game.last_street and not game.streets[street].faces[0]
         exposed = [live[0].seat] if down and self.rng.random() < EXPOSED_SEVENTH else []
         return self.run(DealStreet(cards=[CARD_TEXT[c] for c in deck[:count]], exposed=exposed), FLOOR)
