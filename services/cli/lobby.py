@@ -4,9 +4,10 @@
     studroom watch TABLE [--lang en|de] [--for SECONDS]
 
 Both connect as the public spectator (``STUDROOM_NATS_CREDS``, else the room's
-``spectator.public``) to the room's NATS: ``STUDROOM_NATS_URL``, else the embedded one
-of the data folder (the running room's, or started for the moment on a stopped
-room's data, where the lobby's bucket keeps the tables as they were).
+``spectator.public``; a service's credentials are refused before connecting) to the
+room's NATS: ``STUDROOM_NATS_URL``, else the embedded one of the data folder (the
+running room's, or started for the moment on a stopped room's data, where the lobby's
+bucket keeps the tables as they were: read as the folder's lobby service).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -25,12 +27,15 @@ from studroom.projections.lobby.rendering import LANGUAGES
 from ..runtime.arguments import positive_float
 
 SPECTATOR = ("spectator", "public")     # the room's public identity (services/room/bots.py)
+ASKERS = ("spectator", "player", "operator")    # the roles that may ask the lobby (auth/powers.py)
+_STAKES = re.compile(r"([0-9]{1,10})[/-]([0-9]{1,10})")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     lobby = commands.add_parser("lobby", help="the lobby: every table, its seats and figures (live with --watch)")
     lobby.add_argument("--game", choices=sorted(GAMES), help="only tables of this game")
-    lobby.add_argument("--stakes", metavar="SMALL/BIG", help="only tables of these stakes, e.g. 20/40")
+    lobby.add_argument("--stakes", type=stakes, metavar="SMALL/BIG",
+                       help="only tables of these stakes, e.g. 20/40 (or 20-40)")
     lobby.add_argument("--watch", action="store_true", help="redraw as the tables change (Ctrl-C stops)")
     _add_for(lobby)
     lobby.set_defaults(run=_lobby)
@@ -39,6 +44,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     watch.add_argument("--lang", choices=LANGUAGES, default="en", help="the dealer's language (default en)")
     _add_for(watch)
     watch.set_defaults(run=_watch)
+
+
+def stakes(text: str) -> str:
+    """``20/40`` or ``20-40`` as the lobby names stakes (``20/40``), checked before
+    anything connects: a bad value is a usage error, not the lobby's bad_request."""
+    found = _STAKES.fullmatch(text.strip())
+    if found is None:
+        raise argparse.ArgumentTypeError(f"expected the small bet and the big bet, e.g. 20/40 or 20-40, got {text!r}")
+    return f"{int(found[1])}/{int(found[2])}"
 
 
 def _add_for(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +108,10 @@ async def _stopped_tables(room: Room, query: Any) -> list[Any]:
         raise LobbyUnavailable(f"{e.code}: {e}") from None
 
 
+class LobbyRefused(Exception):
+    """Settings that cannot work (credentials that may not ask the lobby): exit code 2."""
+
+
 @dataclass
 class Room:
     """The connection to the room's NATS; ``stopped``: the room is not running (this
@@ -106,7 +124,7 @@ class Room:
 
 def _run(show: Callable[[Room, asyncio.Event], Awaitable[None]], seconds: float | None) -> int:
     """Run ``show`` connected to the room until it returns, ``seconds`` pass or Ctrl-C;
-    the exit code (1: the lobby did not answer)."""
+    the exit code (1: the lobby did not answer; 2: credentials that may not ask it)."""
     from studroom.projections.lobby.watching import LobbyUnavailable
 
     from ..runtime.processes import process
@@ -125,6 +143,9 @@ def _run(show: Callable[[Room, asyncio.Event], Awaitable[None]], seconds: float 
     except LobbyUnavailable as e:
         print(f"studroom: {e}", file=sys.stderr)
         return 1
+    except LobbyRefused as e:
+        print(f"studroom: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -134,8 +155,8 @@ async def _room(settings: Any) -> AsyncIterator[Room]:
     started here for the moment (a stopped room)."""
     from studroom.projections.lobby.service import SENDER
 
+    from ..auth.authority import room_authority
     from ..runtime.processes import process
-    from ..runtime.processes.credentials import credentials
     from ..runtime.servers.embedded_nats import EmbeddedNats
     from ..runtime.servers.server_process import EmbeddedServerError
 
@@ -147,10 +168,11 @@ async def _room(settings: Any) -> AsyncIterator[Room]:
             url = embedded.url
         except EmbeddedServerError:
             url, embedded = _running_room_url(embedded), None
-    identity = ("service", SENDER) if embedded is not None else SPECTATOR
+    # a NATS started here on the folder: its Authority's lobby identity reads the bucket
+    creds = (room_authority(settings.data_dir).ensure("service", SENDER) if embedded is not None
+             else _spectator_credentials(settings))
     try:
-        nc = await process.connect(url, "studroom-lobby-cli", creds=credentials(settings, *identity),
-                                   max_reconnect_attempts=3)
+        nc = await process.connect(url, "studroom-lobby-cli", creds=creds, max_reconnect_attempts=3)
         try:
             yield Room(nc, stopped=embedded is not None)
         finally:
@@ -158,6 +180,25 @@ async def _room(settings: Any) -> AsyncIterator[Room]:
     finally:
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
+
+
+def _spectator_credentials(settings: Any) -> Any:
+    """The credentials to ask a running room's lobby with: the configured ones, else the
+    room's spectator.  Configured ones that may not ask the lobby or read public events
+    (a service's, set for ``studroom serve``) are refused here in one line, before the
+    server would answer each with a permissions violation."""
+    from ..auth.authority import identity_of
+    from ..runtime.processes.credentials import credentials
+    from ..runtime.settings import NATS_CREDS_VAR
+
+    creds = credentials(settings, *SPECTATOR)
+    if settings.nats_creds is not None:
+        role, name = identity_of(settings.nats_creds)
+        if role not in ASKERS:
+            raise LobbyRefused(f"{NATS_CREDS_VAR} holds the credentials of {role} {name!r}, who may not "
+                               f"ask the lobby or watch a table: set it to a spectator's, a player's or "
+                               f"an operator's")
+    return creds
 
 
 def _running_room_url(embedded: Any) -> str:
