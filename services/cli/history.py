@@ -75,13 +75,24 @@ def _hands(args: argparse.Namespace) -> int:
         _caught_up(url)
         with psycopg.connect(url) as conn:
             found = queries.hands(conn, args.player, table_id=args.table, limit=args.limit)
+            sessions, _ = queries.sessions(conn, args.player)
     if not found:
         print(f"studroom history: no hands of {args.player}", file=sys.stderr)
         return 1
     rows = [[_day(h.played_ms), h.table_id, h.hand_no, h.game, f"{h.small_bet}/{h.big_bet}", h.seat, signed(h.net),
              h.won, h.pots_won, h.rake_paid, h.showdown] for h in found]
     print(table(HANDS, rows, right=("stakes", "net")))
+    stored = sum(s.hands for s in sessions if args.table in (None, s.table_id))
+    if len(found) < stored:
+        print(_cut(len(found), stored, queries.MOST_HANDS), file=sys.stderr)
     return 0
+
+
+def _cut(shown: int, stored: int, most: int) -> str:
+    """The note under a list of hands that does not hold them all (on stderr: the table
+    stays the same for a script)."""
+    more = f"--limit {min(stored, most)} shows more" if shown < most else f"at most {most}: --table narrows"
+    return f"studroom history: the latest {number(shown)} of {number(stored)} hands ({more})"
 
 
 def _sessions(args: argparse.Namespace) -> int:
