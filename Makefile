@@ -8,9 +8,14 @@ NATIVE := $(VENV)/.compiled
 
 .PHONY: room test test-fast bench schema clean
 
+# pip stays quiet (its lines for dozens of packages would bury everything else): each
+# step says first what it does and, for the long one, roughly how long it takes.
 $(STAMP): pyproject.toml setup.py
+	@echo "creating the virtual environment .venv"
 	$(PYTHON) -m venv $(VENV)
+	@echo "updating pip in .venv"
 	$(BIN)/pip install --quiet --upgrade pip
+	@echo "installing Studroom and its dependencies into .venv (about 4 minutes the first time: the rules are compiled with mypyc)"
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	touch $(STAMP) $(NATIVE)
 
