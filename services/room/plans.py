@@ -62,6 +62,18 @@ def plan_tables(ids: Sequence[str], bots_per_table: int,
     return plans
 
 
+def kept_beyond(plans: Sequence[TablePlan], bots_per_table: int) -> str | None:
+    """Why some tables seat more bots than asked, or None: a reused table keeps the
+    players seated there (each gets a bot), since a hand would wait on a player nobody plays."""
+    over = [p for p in plans if len(p.kept) > bots_per_table]
+    if not over:
+        return None
+    tables = ", ".join(f"{p.table_id} ({len(p.kept)})" for p in over)
+    return (f"--bots-per-table {bots_per_table}: the players seated at {tables} in the data folder keep their "
+            f"seats, each played by a bot so that no hand waits on a player nobody plays; "
+            f"new tables seat {bots_per_table} (a new --data-dir starts afresh)")
+
+
 # the most bots every table of the room seats (a game's seats, or fewer by its configuration)
 MAX_BOTS_PER_TABLE = min(min(table_config(i).seat_count, GAMES[table_config(i).game].max_seats)
                          for i in range(len(ROOM_GAMES)))

@@ -47,7 +47,7 @@ from ..store.layout import LayoutMismatch, check_recorded_layout, store_schemas
 from ..warden.connections import watching
 from ..wire.declared import Refused
 from .bots import FLOOR, SPECTATOR, Room
-from .plans import TablePlan, plan_tables, table_ids
+from .plans import TablePlan, kept_beyond, plan_tables, table_ids
 from .progress import ActionRate, Progress, status_line
 
 Say = Callable[[str], Any]
@@ -134,6 +134,8 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             f"pace {options.pace_ms} ms" + ("" if options.seconds is None else
                                              f", for {options.seconds:g} s")
             + "; Ctrl-C stops")
+        if (note := kept_beyond(plans, options.bots_per_table)) is not None:
+            say(note)
         services = Services(child_env(nats_url, database_url, settings.data_dir),
                             settings.data_dir / "logs", instances=options.instances,
                             stores=options.stores, timers=options.timers, authority=authority)

@@ -9,7 +9,7 @@ from studroom.domain.events import Event
 from studroom.domain.games import GAMES
 from studroom.domain.simulate import STAKES
 from studroom.domain.table import Table
-from studroom.services.room.plans import ROOM_GAMES, ROOM_RAKE, plan_tables, table_ids
+from studroom.services.room.plans import ROOM_GAMES, ROOM_RAKE, kept_beyond, plan_tables, table_ids
 
 
 def _stored_table(table_id: str, buy_ins: dict[int, tuple[str, int]]) -> list[Event]:
@@ -54,3 +54,11 @@ def test_every_player_of_a_stored_table_gets_a_bot_even_beyond_bots_per_table() 
     events = _stored_table("t01", {2: ("alice", 500), 5: ("bob", 700)})
     [plan] = plan_tables(["t01"], 1, {"t01": events})
     assert plan.seats == {2: "alice", 5: "bob"}
+
+
+def test_only_tables_that_keep_more_players_than_asked_are_named() -> None:
+    events = _stored_table("t01", {2: ("alice", 500), 5: ("bob", 700)})
+    plans = plan_tables(["t01", "t02"], 1, {"t01": events})
+    assert kept_beyond(plans, 2) is None
+    note = kept_beyond(plans, 1)
+    assert note is not None and "t01 (2)" in note and "t02" not in note
