@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -25,10 +24,10 @@ from studroom.domain.games import GAMES
 from studroom.projections.lobby.rendering import LANGUAGES
 
 from ..runtime.arguments import positive_float
+from .table import stakes as table_stakes
 
 SPECTATOR = ("spectator", "public")     # the room's public identity (services/room/bots.py)
 ASKERS = ("spectator", "player", "operator")    # the roles that may ask the lobby (auth/powers.py)
-_STAKES = re.compile(r"([0-9]{1,10})[/-]([0-9]{1,10})")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -47,12 +46,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def stakes(text: str) -> str:
-    """``20/40`` or ``20-40`` as the lobby names stakes (``20/40``), checked before
-    anything connects: a bad value is a usage error, not the lobby's bad_request."""
-    found = _STAKES.fullmatch(text.strip())
-    if found is None:
-        raise argparse.ArgumentTypeError(f"expected the small bet and the big bet, e.g. 20/40 or 20-40, got {text!r}")
-    return f"{int(found[1])}/{int(found[2])}"
+    """``20/40`` or ``20-40`` (as ``studroom table`` takes them) as the lobby names
+    stakes, ``20/40``: checked before anything connects, a bad value is a usage error."""
+    small, big = table_stakes(text)
+    return f"{small}/{big}"
 
 
 def _add_for(parser: argparse.ArgumentParser) -> None:
