@@ -170,7 +170,7 @@ def _install(path: Path, folder: Path, owner: str | None) -> Path:
     shutil.copyfile(path, temporary)
     os.chmod(temporary, 0o400)
     if owner is not None:
-        uid = int(owner) if owner.isdigit() else pwd.getpwnam(owner).pw_uid
+        uid = int(owner) if owner.isdecimal() else pwd.getpwnam(owner).pw_uid
         os.chown(temporary, uid, -1)
     os.replace(temporary, folder / path.name)
     return folder / path.name

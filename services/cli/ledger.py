@@ -129,7 +129,7 @@ def _scope(args: argparse.Namespace) -> Any:
 
     if args.hand:
         table, _, number = args.hand.rpartition("#")
-        if not table or not number.isdigit():
+        if not table or not number.isdecimal():
             raise ValueError(f"--hand is TABLE#HAND (e.g. t03#17), not {args.hand!r}")
         return Scope(table=table, hand=int(number))
     if args.first or args.last:

@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace, action: Action) -> int:
 def stakes(text: str) -> tuple[int, int]:
     """``SMALL-BIG`` (or ``SMALL/BIG``, as the lobby writes them): two whole numbers."""
     parts = text.replace("/", "-").split("-")
-    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+    if len(parts) != 2 or not all(part.isdecimal() for part in parts):
         raise argparse.ArgumentTypeError(f"expected SMALL-BIG, e.g. 10-20, got {text!r}")
     return int(parts[0]), int(parts[1])
 
@@ -153,7 +153,7 @@ def percent(text: str) -> int:
 def buy_in(text: str) -> tuple[int | None, int]:
     """``MAX`` or ``MIN-MAX``: whole numbers."""
     parts = text.split("-")
-    if len(parts) not in (1, 2) or not all(part.isdigit() for part in parts):
+    if len(parts) not in (1, 2) or not all(part.isdecimal() for part in parts):
         raise argparse.ArgumentTypeError(f"expected MAX or MIN-MAX, e.g. 200-4000, got {text!r}")
     return (None, int(parts[0])) if len(parts) == 1 else (int(parts[0]), int(parts[1]))
 

@@ -192,6 +192,6 @@ def _departures(stream: Sequence[Event], start: int) -> list[PlayerLeft]:
 
 def _id_floor(number: str | None) -> int:
     """The earliest clock at which a sender's command id ``number`` is accepted."""
-    if number is None or not number.isdigit():
+    if number is None or not number.isdecimal():
         return 0
     return max(0, -(-(int(number) - AHEAD_US) // 1000))

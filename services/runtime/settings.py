@@ -141,4 +141,4 @@ def metrics_port_from_env(env: Mapping[str, str] | None = None) -> int | None:
     """The processes' default metrics port (``STUDROOM_METRICS_PORT``), None: not served."""
     env = os.environ if env is None else env
     value = env.get(METRICS_PORT_VAR, "").strip()
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isdecimal() else None

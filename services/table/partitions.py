@@ -242,7 +242,7 @@ class LeaseManager:
 
         keys = await self._keys()
         instances = {k[2:] for k in keys if k.startswith("i.")} | {self.instance_id}
-        taken = {int(k[2:]) for k in keys if k.startswith("p.") and k[2:].isdigit()}
+        taken = {int(k[2:]) for k in keys if k.startswith("p.") and k[2:].isdecimal()}
         self.instances = len(instances)
         share = math.ceil(self.partitions / self.instances)
         if len(self.leases) > share:

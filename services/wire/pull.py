@@ -145,7 +145,7 @@ class PullLoop:
             description = msg.headers.get("Description", "")
             if status in ("408", "409", "404"):     # request expired / ended
                 left = msg.headers.get("Nats-Pending-Messages")
-                if left is not None and left.isdigit():
+                if left is not None and left.isdecimal():
                     self.requested = max(0, self.requested - int(left))
                 else:
                     self.requested = 0
