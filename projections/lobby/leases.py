@@ -41,7 +41,7 @@ class Leases:
 
     def seen(self, key: str, deleted: bool) -> None:
         """A write of the lease bucket (``deleted``: a lease given back)."""
-        if not key.startswith(PREFIX) or not key[len(PREFIX):].isdigit():
+        if not key.startswith(PREFIX) or not key[len(PREFIX):].isdecimal():
             return
         partition = int(key[len(PREFIX):])
         if deleted:

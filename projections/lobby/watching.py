@@ -171,7 +171,7 @@ async def watch_table(nc: Any, table_id: str, lang: str, screen: Screen, stop: a
     async def public(msg: Any) -> None:
         version = (msg.headers or {}).get(subjects.VERSION_HEADER, "")
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-            if version.isdigit():
+            if version.isdecimal():
                 follower.offer(int(version), decode_event(msg.data), now_ms())
 
     sub = await nc.subscribe(subjects.public_events(table_id), cb=public)

@@ -283,7 +283,7 @@ async def lease_owners(js: object, bucket: str = LEASE_BUCKET) -> dict[int, str]
         return {}
     owners: dict[int, str] = {}
     for key in keys:
-        if key.startswith("p.") and key[2:].isdigit():
+        if key.startswith("p.") and key[2:].isdecimal():
             with contextlib.suppress(jserr.KeyNotFoundError):
                 owners[int(key[2:])] = (await kv.get(key)).value.decode()
     return owners
