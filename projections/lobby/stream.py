@@ -69,7 +69,7 @@ class PublicStream:
 
 def version_of(headers: dict[str, str] | None) -> int | None:
     text = (headers or {}).get(subjects.VERSION_HEADER, "")
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isdecimal() else None
 
 
 def _stored(msg: Any) -> Stored | None:

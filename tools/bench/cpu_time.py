@@ -28,7 +28,7 @@ def _children(pid: int) -> list[int]:
     found = []
     with contextlib.suppress(OSError):
         for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
+            if entry.name.isdecimal():
                 with contextlib.suppress(OSError, IndexError):
                     if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
                         found.append(int(entry.name))
