@@ -35,7 +35,11 @@ BANKROLL_BUY_INS: Final = 100   # each start tops a bot's account up to this man
 
 async def open_table(floor: TableClient, plan: TablePlan, deadline: float) -> None:
     """The floor opens the plan's table (``client.floor.open_table``, as ``studroom table
-    open`` does); a table already open (a reused one) is fine."""
+    open`` does); a reused one is not opened again (a refused ``OpenTable`` at every start
+    would count as a command error): the room waits until it answers a view."""
+    if plan.reused:
+        await floor_calls.until_it_answers(floor, plan.table_id, within=deadline - time.monotonic())
+        return
     reply = await floor_calls.open_table(floor, plan.table_id, plan.config, within=deadline - time.monotonic())
     if not reply.ok and not (reply.error and reply.error.code == errors.ALREADY_OPEN):
         last = f"{reply.error.code}: {reply.error.message}" if reply.error else "refused"

@@ -37,6 +37,7 @@ class TablePlan:
     config: TableConfig
     seats: dict[int, str]                       # seat -> player to run a bot for
     kept: set[int] = field(default_factory=set)    # seats already held (their bots look up their stacks)
+    reused: bool = False                        # open in the store already: not opened again
 
 
 def plan_tables(ids: Sequence[str], bots_per_table: int,
@@ -58,7 +59,7 @@ def plan_tables(ids: Sequence[str], bots_per_table: int,
             if len(seats) >= min(max(bots_per_table, len(kept)), limit):
                 break
             seats.setdefault(seat, player_name(table_id, seat))
-        plans.append(TablePlan(table_id, config, dict(sorted(seats.items())), kept))
+        plans.append(TablePlan(table_id, config, dict(sorted(seats.items())), kept, reused=table is not None))
     return plans
 
 

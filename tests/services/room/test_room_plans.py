@@ -48,6 +48,7 @@ def test_a_stored_table_keeps_its_config_and_players() -> None:
     assert plan.config.game == "five_card_stud"          # its own, not the room's first game
     assert plan.seats == {0: "t01-p0", 2: "alice", 5: "bob"}
     assert plan.kept == {2, 5}
+    assert plan.reused and not plan_tables(["t02"], 3, {})[0].reused    # a reused table is not opened again
 
 
 def test_every_player_of_a_stored_table_gets_a_bot_even_beyond_bots_per_table() -> None:
