@@ -1,9 +1,11 @@
-"""``studroom health``: every running service instance and its key counters, as a table.
+"""``studroom health``: every running service instance, its readiness and its key
+counters, as a table.
 
 Asks ``$SRV.STATS`` (NATS micro discovery: every instance answers, observe.py) on the
 settings' NATS (``STUDROOM_NATS_URL``, else the running room's in the data folder) as
-``STUDROOM_NATS_CREDS``' identity, else the room's operator ``floor``.  Exit 1 when no
-service answered.
+``STUDROOM_NATS_CREDS``' identity, else the room's operator ``floor``.  An instance's
+readiness is its ``ready`` reading (its health's ok).  Exit 1 when no service answered
+or one is not ready.
 """
 
 from __future__ import annotations
@@ -60,14 +62,32 @@ def key_counters(stats: dict[str, Any]) -> dict[str, float]:
             if ("_total" in name or name.startswith(SHOWN_GAUGES)) and (value or not name.startswith("door_"))}
 
 
+def readiness(stats: dict[str, Any]) -> str:
+    """``ready``, ``not ready``, or ``?`` (an instance that does not say: an older version)."""
+    said = [endpoint["data"]["ready"] for endpoint in stats.get("endpoints") or []
+            if "ready" in (endpoint.get("data") or {})]
+    return "?" if not said else "ready" if all(said) else "not ready"
+
+
+def instance(stats: dict[str, Any]) -> str:
+    return f'{stats["name"].removeprefix("studroom-")} {stats.get("metadata", {}).get("instance", stats["id"])}'
+
+
 def table_text(answers: list[dict[str, Any]], now: datetime) -> str:
     rows = []
     for stats in sorted(answers, key=lambda s: (s.get("name", ""), s.get("metadata", {}).get("instance", ""))):
         started = datetime.strptime(stats["started"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
         counters = " ".join(f"{k}={number(round(v))}" for k, v in key_counters(stats).items())   # all counts
-        rows.append([stats["name"].removeprefix("studroom-"), stats.get("metadata", {}).get("instance", stats["id"]),
-                     stats["version"], f"{(now - started).total_seconds():.0f}s", counters])
-    return table(("SERVICE", "INSTANCE", "VERSION", "UP", "COUNTERS"), rows, right=("UP",))
+        rows.append([*instance(stats).split(" ", 1), stats["version"], f"{(now - started).total_seconds():.0f}s",
+                     readiness(stats), counters])
+    return table(("SERVICE", "INSTANCE", "VERSION", "UP", "READY", "COUNTERS"), rows, right=("UP",))
+
+
+def refused_text(error: Exception, settings: Settings) -> str:
+    """What to do about a server that refused the connection."""
+    if settings.nats_creds is None:
+        return f"{error}; set STUDROOM_NATS_CREDS to an operator's credentials"
+    return f"{error}; STUDROOM_NATS_CREDS ({settings.nats_creds}) is not an identity it accepts"
 
 
 def _health(args: argparse.Namespace) -> int:
@@ -94,7 +114,8 @@ def _health(args: argparse.Namespace) -> int:
     try:
         answers = asyncio.run(main())
     except Exception as error:  # noqa: BLE001 (NATS away, credentials refused: one line)
-        print(f"studroom: cannot ask the services on {masked_url(url)}: {error or type(error).__name__}",
+        why = refused_text(error, settings) if isinstance(error, process.NatsRefused) else error
+        print(f"studroom: cannot ask the services on {masked_url(url)}: {why or type(error).__name__}",
               file=sys.stderr)
         return 1
     if args.json:
@@ -103,5 +124,8 @@ def _health(args: argparse.Namespace) -> int:
         print(table_text(answers, datetime.now(UTC)))
     if not answers:
         print("studroom: no service answered", file=sys.stderr)
+        return 1
+    if not_ready := [instance(stats) for stats in answers if readiness(stats) == "not ready"]:
+        print(f"studroom: not ready: {', '.join(sorted(not_ready))}", file=sys.stderr)
         return 1
     return 0

@@ -85,6 +85,8 @@ class Observer:
         self.registry.add(door_metrics(lambda: self.doors))
         self.registry.add(lambda: [gauge("up_seconds", "seconds since the process started",
                                          round(time.time() - self.started, 3))])
+        self.registry.add(lambda: [gauge("ready", "1 when every part of the process is ready (its health's ok)",
+                                         float(self.health()["ok"]))])
 
     # -- what the process hands in
 

@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+import nats.errors
+
 from ...wire import subjects
 from ..arguments import one_line
 from ..observability import logs
@@ -213,8 +215,11 @@ class NatsOutage:
         self.client: Any = None
         self.since: float | None = None       # lost since (monotonic)
         self.said: str | None = None          # the last error said
+        self.refused: str | None = None       # why the server last refused us, if it did
 
     async def error(self, error: Exception) -> None:
+        if _refused(error):
+            self.refused = "authorization violation"
         if _lost(error):
             self._lost(f"NATS unreachable ({one_line(error)}); trying again")
         elif one_line(error) != self.said:
@@ -244,6 +249,25 @@ def _lost(error: BaseException) -> bool:
                       | nats.errors.StaleConnectionError | nats.errors.UnexpectedEOF | nats.errors.TimeoutError)
 
 
+def _refused(error: BaseException) -> bool:
+    """Whether ``error`` is the server refusing our credentials (nats-py says it to the
+    error callback as a plain error while connecting, as ``AuthorizationError`` after)."""
+    return isinstance(error, nats.errors.AuthorizationError) or "authorization violation" in str(error).lower()
+
+
+class NatsRefused(nats.errors.NoServersError):
+    """No server let the connection in, and one said why: nats-py's own error says only
+    "no servers available", its cause went to the error callback.  A ``NoServersError``
+    still, for whoever waits for a NATS to come up."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+    def __str__(self) -> str:
+        return f"the NATS server refused the connection: {self.cause}"
+
+
 async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | None = None,
                   **options: Any) -> Any:
     """A NATS connection as every service makes it: reconnect for ever, quickly, and
@@ -255,7 +279,8 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
     file's identity and receives replies on the identity's own inbox
     (``_INBOX.<role>.<name>``, the only one its permissions let it read).  With a CA
     (``STUDROOM_NATS_CA``) or ``tls://`` URLs it speaks TLS from its first byte
-    (:func:`tls_options`)."""
+    (:func:`tls_options`).  A server that refuses the credentials (or their absence):
+    :class:`NatsRefused`, which says so."""
     from nats.aio.client import Client
 
     from ...auth.authority import identity_of
@@ -277,7 +302,12 @@ async def connect(servers: str, name: str, *, creds: str | os.PathLike[str] | No
         settings[key] = _then(own, options.pop(key, None))
     settings.update(options)
     outage.client = client = Client()
-    await client.connect(servers.split(","), name=name, **settings)
+    try:
+        await client.connect(servers.split(","), name=name, **settings)
+    except nats.errors.NoServersError as error:
+        if outage.refused is None:
+            raise
+        raise NatsRefused(outage.refused) from error
     if creds is not None and settings.get("allow_reconnect", True):
         from .credentials import follow
 
