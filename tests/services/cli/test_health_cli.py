@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from live_room import LiveRoom
+from studroom.services.cli.health import readiness
 from studroom.services.cli.main import main
 from studroom.services.runtime.settings import DATA_DIR_VAR, NATS_CREDS_VAR, NATS_URL_VAR
 
@@ -60,3 +61,9 @@ def test_every_instance_of_the_live_room_says_its_readiness(
             break
     assert code == 0 and header.split()[:5] == ["SERVICE", "INSTANCE", "VERSION", "UP", "READY"]
     assert len(rows) == SERVICES and all(row.split()[4] == "ready" for row in rows), rows
+
+
+@pytest.mark.parametrize(("data", "said"), [({"ready": 1.0}, "ready"), ({"ready": 0.0}, "not ready"),
+                                            ({"up_seconds": 3.0}, "?")])      # "?": a version without it
+def test_an_instance_readiness_is_its_ready_reading(data: dict[str, float], said: str) -> None:
+    assert readiness({"endpoints": [{"name": "health", "data": data}]}) == said
