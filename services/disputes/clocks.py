@@ -48,6 +48,27 @@ from studroom.domain.table import Table
 _HAND_ENDS = (HandEnded, HandCancelled)
 
 
+class _Settings:
+    """The settings in force as the record is read on from ``table``: an operator's
+    change during a hand takes effect when the hand ends (as domain/table.py applies it)."""
+
+    __slots__ = ("config", "in_hand", "pending")
+
+    def __init__(self, table: Table) -> None:
+        self.config, self.pending, self.in_hand = table.config, table.next_config, table.hand is not None
+
+    def see(self, kind: type, event: Event) -> None:
+        if kind is TableConfigured:
+            if self.in_hand:
+                self.pending = event.config  # type: ignore[attr-defined]
+            else:
+                self.config = event.config  # type: ignore[attr-defined]
+        elif kind is HandStarted:
+            self.in_hand = True
+        elif kind in _HAND_ENDS:
+            self.in_hand, self.config, self.pending = False, self.pending or self.config, None
+
+
 def clock_at(stream: Sequence[Event], index: int, table: Table, number: str | None) -> int:
     """``now_ms`` of the command whose events begin at ``stream[index]``, given to the
     table as the record leaves it before them (``table``); ``number``: the sender's
@@ -75,27 +96,19 @@ def _next_clock(stream: Sequence[Event], index: int, table: Table) -> int:
     """The first clock the record shows from ``index`` on (0: none), read under the
     settings in force where it shows it (the floor's new settings hold from the next
     hand, at once between hands: domain/table.py)."""
-    config, pending, in_hand = table.config, table.next_config, table.hand is not None
-    assert config is not None
+    settings = _Settings(table)
+    assert settings.config is not None
     for i in range(index, len(stream)):             # by index: a slice would copy the rest of the stream
         event = stream[i]
         kind = type(event)
         if kind is TurnStarted:
-            return turn_clock(event, config)  # type: ignore[arg-type]
+            return turn_clock(event, settings.config)  # type: ignore[arg-type]
         if kind is SeatOffered:
-            return event.until_ms - 1000 * config.seat_offer_seconds  # type: ignore[attr-defined]
+            return event.until_ms - 1000 * settings.config.seat_offer_seconds  # type: ignore[attr-defined]
         stated = stated_clock(event)
         if stated is not None:
             return stated
-        if kind is TableConfigured:
-            if in_hand:
-                pending = event.config  # type: ignore[attr-defined]
-            else:
-                config = event.config  # type: ignore[attr-defined]
-        elif kind is HandStarted:
-            in_hand = True
-        elif kind in _HAND_ENDS:
-            in_hand, config, pending = False, pending or config, None
+        settings.see(kind, event)
     return 0
 
 
@@ -131,7 +144,7 @@ def _at_end(stream: Sequence[Event], index: int, end: int,
     since, the open seat offer.  Followed from ``table`` through the few events that
     change them (as domain/table.py applies them): a copy of the whole table, brought
     there, cost a sixth of verify."""
-    config, pending, in_hand, offer = table.config, table.next_config, table.hand is not None, table.offer
+    settings, offer = _Settings(table), table.offer
     seats = {seat: [state.sitting_out, state.out_since_ms, state.leaving] for seat, state in table.seats.items()}
     for i in range(index, end + 1):
         event, kind = stream[i], type(stream[i])
@@ -147,17 +160,10 @@ def _at_end(stream: Sequence[Event], index: int, end: int,
             offer = event  # type: ignore[assignment]
         elif kind is WaitingListLeft and offer is not None and offer.player == event.player:  # type: ignore[attr-defined]
             offer = None
-        elif kind is TableConfigured:
-            if in_hand:
-                pending = event.config  # type: ignore[attr-defined]
-            else:
-                config = event.config  # type: ignore[attr-defined]
-        elif kind is HandStarted:
-            in_hand = True
-        elif kind in _HAND_ENDS:
-            in_hand, config, pending = False, pending or config, None
-    assert config is not None
-    return config, {seat: since for seat, (out, since, leaving) in seats.items() if out and not leaving}, offer
+        else:
+            settings.see(kind, event)
+    assert settings.config is not None
+    return settings.config, {seat: since for seat, (out, since, leaving) in seats.items() if out and not leaving}, offer
 
 
 def _anyone_waits(events: Sequence[Event], table: Table) -> bool:
