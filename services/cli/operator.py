@@ -22,13 +22,13 @@ def add_operator_argument(parser: Any) -> None:
 @contextlib.asynccontextmanager
 async def operator_connection(name: str, tool: str) -> AsyncIterator[Any]:
     """A NATS connection as operator ``name``, named after the ``tool`` using it; drained after."""
-    from ..players.bootstrap import nats_url
     from ..runtime.processes import process
     from ..runtime.processes.credentials import credentials
+    from ..runtime.servers.attach import needed_nats_url
     from ..runtime.settings import Settings
 
     settings = Settings.from_env()
-    nc = await process.connect(nats_url(settings), f"studroom-{tool}-cli-{name}",
+    nc = await process.connect(needed_nats_url(settings), f"studroom-{tool}-cli-{name}",
                                creds=credentials(settings, "operator", name), max_reconnect_attempts=3)
     try:
         yield nc

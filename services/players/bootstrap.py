@@ -18,7 +18,7 @@ import random
 from ..runtime.arguments import name, non_negative_int
 from ..runtime.processes import process
 from ..runtime.processes.credentials import credentials
-from ..runtime.servers.attach import nats_url as running_nats_url
+from ..runtime.servers.attach import needed_nats_url
 from ..runtime.settings import Settings
 
 HELP = "one bot player at one table (random legal moves)"
@@ -37,16 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: wait to be credited)")
 
 
-def nats_url(settings: Settings) -> str:
-    """``STUDROOM_NATS_URL``, or the embedded NATS a room runs in the data folder
-    (runtime/servers/attach.py); none: a one-line error."""
-    url = running_nats_url(settings)
-    if url is None:
-        raise SystemExit(f"no NATS: set STUDROOM_NATS_URL, or start `studroom room` with the data "
-                         f"folder {settings.data_dir} first")
-    return url
-
-
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
     """Play one seat until ``stop`` is set; then give the seat up."""
     from ..client.cashier import CashierClient
@@ -55,7 +45,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     from .bank import CashierBank
     from .bot import Bot
 
-    url = nats_url(settings)
+    url = needed_nats_url(settings)
 
     async def start(opened: contextlib.AsyncExitStack) -> Bot:
         """One attempt: the player's connection, the bot looking at its table and sitting down."""

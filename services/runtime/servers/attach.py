@@ -39,6 +39,16 @@ def nats_url(settings: Settings) -> str | None:
     return settings.nats_url or running_nats(Path(settings.data_dir))
 
 
+def needed_nats_url(settings: Settings) -> str:
+    """:func:`nats_url` for a tool or a bot that cannot start its own NATS: none is a
+    one-line error."""
+    url = nats_url(settings)
+    if url is None:
+        raise SystemExit(f"no NATS: set STUDROOM_NATS_URL, or start `studroom room` with the data "
+                         f"folder {settings.data_dir} first")
+    return url
+
+
 def _running_port(data_dir: Path, server: str) -> int | None:
     """The port of the embedded ``server`` (its folder's name) running in ``data_dir``:
     its lock is held (by the process running it) and its port file says where."""
