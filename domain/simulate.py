@@ -131,12 +131,7 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
     turn = last_turn(events)
     while (hand := table.hand) is not None:
         assert turn is not None
-        if timeout_rate and rng.random() < timeout_rate:
-            command: Command = Timeout(turn=turn.turn)
-        elif turn.kind == "ante":
-            command = PostAnte(seat=next_to_ante(hand))
-        else:
-            command = choose(turn, rng)
+        command = random_move(hand, turn, rng, timeout_rate)
         try:
             new = table.execute(command)
         except DomainError as refused:
@@ -144,6 +139,16 @@ def play_hand(table: Table, rng: random.Random, timeout_rate: float = 0.0) -> li
         events += new
         turn = last_turn(new, turn)
     return events
+
+
+def random_move(hand: HandState, turn: TurnStarted, rng: random.Random, timeout_rate: float = 0.0) -> Command:
+    """A random legal answer to ``turn`` (an ante posted, or a choice among its
+    options), or now and then (``timeout_rate``) the timer's timeout instead."""
+    if timeout_rate and rng.random() < timeout_rate:
+        return Timeout(turn=turn.turn)
+    if turn.kind == "ante":
+        return PostAnte(seat=next_to_ante(hand))
+    return choose(turn, rng)
 
 
 def _show_instead(command: Command, refused: DomainError) -> Show:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from studroom.domain.authority import Sender
 from studroom.domain.commands import (
-    Act, CloseTable, Command, ConfigureTable, JoinWaitingList, LeaveWaitingList, Muck, PauseTable, PostAnte,
+    Act, CloseTable, Command, ConfigureTable, JoinWaitingList, LeaveWaitingList, Muck, PauseTable,
     RemovePlayer, ResumeTable, Show, SitDown, SitOut, SitOutPlayer, StartHand, Timeout,
 )
 from studroom.domain.config import Stakes
@@ -31,7 +31,7 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.domain.games import GAMES
-from studroom.domain.simulate import choose, new_table, next_to_ante, play_hand, top_up
+from studroom.domain.simulate import new_table, play_hand, random_move, top_up
 from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
 
@@ -202,12 +202,10 @@ def _play_with_the_floor(game: str, seats: int, seed: int, timeout_rate: float, 
             if rng.random() < floor_rate:
                 events += _try(table, *_floor_command(table, rng), numbers)
                 continue
-            if rng.random() < timeout_rate or hand.turn_kind is None:
+            if hand.turn_kind is None:                   # no turn but the timer's to end
                 command: Command = Timeout(turn=turn.turn)
-            elif turn.kind == "ante":
-                command = PostAnte(seat=next_to_ante(hand))
             else:
-                command = choose(turn, rng)
+                command = random_move(hand, turn, rng, timeout_rate)
             try:
                 events += table.execute(command)
             except DomainError:
