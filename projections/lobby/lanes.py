@@ -28,6 +28,7 @@ import nats.js.errors
 from studroom.domain.events import TableEvent
 from studroom.domain.names import is_name
 from studroom.domain.views import TableView
+from studroom.services.wire import subjects
 from studroom.services.wire.pull import retry_later
 
 from .entry import LobbyEntry, decode, encode
@@ -347,5 +348,5 @@ def item_of(msg: Any, at_ms: int) -> tuple[str, Item] | None:
     version = version_of(msg.headers)
     if version is None:
         return None
-    table_id = msg.subject.rsplit(".", 1)[-1]
+    table_id = subjects.table_of_public(msg.subject)
     return table_id, Item(version, msg.metadata.sequence.stream, at_ms, msg.data, msg)

@@ -76,7 +76,7 @@ def _stored(msg: Any) -> Stored | None:
     version = version_of(msg.headers)
     if version is None or msg.seq is None or not msg.subject:
         return None
-    return Stored(msg.subject.rsplit(".", 1)[-1], version, msg.seq, stored_ms((msg.headers or {}).get(TIME_HEADER, "")),
+    return Stored(subjects.table_of_public(msg.subject), version, msg.seq, stored_ms((msg.headers or {}).get(TIME_HEADER, "")),
                   msg.data or b"")
 
 

@@ -62,7 +62,7 @@ class CashOuts:
         try:
             left = _decode_left(msg.data)
             version = int(headers[subjects.VERSION_HEADER])
-            table_id = subjects.check_name(msg.subject.rsplit(".", 1)[1])
+            table_id = subjects.table_of_public(msg.subject)
         except (msgspec.DecodeError, msgspec.ValidationError, KeyError, ValueError) as e:
             log.error("a PlayerLeft on %s the cashier cannot read (%s): skipped", msg.subject, e)
             await msg.ack()

@@ -74,7 +74,7 @@ class Outbox:
     """The messages of each notification of one store.
 
     Notification ``n`` of store ``S`` gives the public view on
-    ``studroom.pub.<table>`` with ``Nats-Msg-Id: S:<n.id>``, and for each seat with
+    ``studroom.pub.<table>.<Event>`` with ``Nats-Msg-Id: S:<n.id>``, and for each seat with
     private cards that seat's copy on ``studroom.priv.<player>.<table>`` with
     ``Nats-Msg-Id: S:<n.id>:<seat>``; an event addressed to a player by name (a seat
     offered from the waiting list) the same way, to him. A message whose subject would not be valid,
@@ -114,7 +114,7 @@ class Outbox:
     def _message(self, n: Notification, kind: str, seat: int | None, player: str | None,
                  view: Any) -> Outgoing:
         if seat is None:
-            stream, subject, msg_id = subjects.PUBLIC_STREAM, subjects.public_events(n.stream_id), f"{self.name}:{n.id}"
+            stream, subject, msg_id = subjects.PUBLIC_STREAM, subjects.public_event(n.stream_id, kind), f"{self.name}:{n.id}"
         elif player is None:
             raise Unpublishable(f"nobody holds seat {seat} for its private copy")
         else:

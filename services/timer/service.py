@@ -143,7 +143,7 @@ class TimerService:
             await msg.ack()
             return
         self.stats.turns_seen += 1
-        timer = timer_of(msg.subject.rsplit(".", 1)[1], head)
+        timer = timer_of(subjects.table_of_public(msg.subject), head)
         if timer is None:
             self.stats.error(BAD_TURN)
             await msg.ack()

@@ -15,8 +15,11 @@ Commands (request/reply; who may send what: docs/design/trust.md)
     nowhere else (every responder's door: services/wire/door.py).
 
 Events (JetStream, written only by the relay)
-    ``studroom.pub.<table_id>``            public view of every event (no hidden card,
-                                           no seed before its time: rule R33)
+    ``studroom.pub.<table_id>.<Event>``    public view of every event (no hidden card,
+                                           no seed before its time: rule R33); the last
+                                           token is its type, so a consumer that needs a
+                                           few kinds (the cashier, the timer) filters on
+                                           them and the server never sends it the rest
     ``studroom.priv.<player>.<table_id>``  one player's private copies (his own down
                                            cards); only he and the services may read it
     Each message's headers ``Studroom-Event`` and ``Studroom-Version`` name its event
@@ -165,8 +168,27 @@ def all_inboxes() -> str:
     return f"{INBOXES}.>"
 
 
+def public_event(table_id: str, event_type: str) -> str:
+    """Where the relay publishes the public view of one event of a table."""
+    return f"{PREFIX}.pub.{check_name(table_id)}.{check_name(event_type)}"
+
+
 def public_events(table_id: str) -> str:
-    return f"{PREFIX}.pub.{check_name(table_id)}"
+    """Every public event of one table."""
+    return f"{PREFIX}.pub.{check_name(table_id)}.*"
+
+
+def table_of_public(subject: str) -> str:
+    """``studroom.pub.<table>.<Event>`` -> the table's id; BadName for any other subject."""
+    parts = subject.split(".")
+    if len(parts) != 4 or parts[1] != "pub":
+        raise BadName(f"{subject!r} is not a public event subject")
+    return check_name(parts[2])
+
+
+def public_events_of(event_type: str) -> str:
+    """One kind of public event at every table (a filtered consumer's subject)."""
+    return f"{PREFIX}.pub.*.{check_name(event_type)}"
 
 
 def all_public_events() -> str:

@@ -65,7 +65,7 @@ class Arrivals:
     async def on_public(self, msg: Any) -> None:
         version = (msg.headers or {}).get(subjects.VERSION_HEADER)
         if self.recording and version is not None:
-            self.public[msg.subject.rsplit(".", 1)[-1]].setdefault(int(version), time.monotonic())
+            self.public[subjects.table_of_public(msg.subject)].setdefault(int(version), time.monotonic())
 
     def on_stored(self, key: str, value: bytes) -> None:
         self.stored[key].append((time.monotonic(), decode(value).version))
@@ -212,7 +212,7 @@ async def _publish_room(nc: Any, events: int, tables: int) -> int:
         for event in played.events:
             versions[played.table_id] += 1
             public = views.public(event)
-            await nc.publish(subjects.public_events(played.table_id), encode(public), headers={
+            await nc.publish(subjects.public_event(played.table_id, type(public).__name__), encode(public), headers={
                 subjects.VERSION_HEADER: str(versions[played.table_id]), subjects.EVENT_HEADER: type(public).__name__})
         published += len(played.events)
         await nc.flush()                                      # a hand at a time: no slow consumer

@@ -257,7 +257,7 @@ async def timers_via_public(nc: Any, service: TimerService, n: int, lead: float,
     for i in range(n):
         deadline = base + (i * spread_ms // n if spread_ms else 0)
         event = TurnStarted(turn=1, seat=0, kind="act", deadline_ms=deadline, options=["fold", "call"])
-        coros.append(js.publish(subjects.public_events(f"{prefix}{i}"), _encode(event),
+        coros.append(js.publish(subjects.public_event(f"{prefix}{i}", "TurnStarted"), _encode(event),
                                 headers={subjects.EVENT_HEADER: "TurnStarted"}))
     scheduled = service.stats.scheduled
     await _gather_limited(coros)

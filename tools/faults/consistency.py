@@ -108,7 +108,7 @@ class Consistency:
         """One stream message (a nats-py JetStream message): its version must follow the
         table's last one."""
         self.stream_seq = max(self.stream_seq, msg.metadata.sequence.stream)
-        table_id = msg.subject.rsplit(".", 1)[1]
+        table_id = subjects.table_of_public(msg.subject)
         if table_id not in self.published:
             return
         try:

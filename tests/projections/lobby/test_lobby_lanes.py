@@ -49,7 +49,7 @@ class Msg:
 
     @property
     def subject(self) -> str:
-        return subjects.public_events(TABLE)
+        return subjects.public_event(TABLE, msgspec.json.decode(self.data)["type"])
 
     @property
     def headers(self) -> dict[str, str]:
@@ -65,6 +65,12 @@ class Msg:
 
     async def nak(self, delay: float | None = None) -> None:
         self.naks.append(delay or 0.0)
+
+
+def _matches(pattern: str | None, subject: str) -> bool:
+    """A subject filter with ``*`` tokens, as the server applies it."""
+    wanted, got = (pattern or "").split("."), subject.split(".")
+    return len(wanted) == len(got) and all(w in ("*", g) for w, g in zip(wanted, got))
 
 
 def stored_at(seq: int) -> int:
@@ -94,7 +100,7 @@ class Stream:
                       direct: bool = False) -> Any:
         assert direct and stream == subjects.PUBLIC_STREAM and next == (subject is not None)
         for m in sorted(self.messages.values(), key=lambda m: m.seq):
-            if (m.seq >= seq and m.subject == subject) if next else m.seq == seq:
+            if (m.seq >= seq and _matches(subject, m.subject)) if next else m.seq == seq:
                 return SimpleNamespace(seq=m.seq, subject=m.subject, headers=m.headers, data=m.data)
         raise nats.js.errors.NotFoundError
 
@@ -233,7 +239,7 @@ def test_versions_the_stream_lost_are_replaced_by_the_table_s_own_view() -> None
 
 def test_a_message_without_a_version_is_no_item() -> None:
     async def main() -> None:
-        msg = Msg(1, 7, b"{}")
+        msg = Msg(1, 7, b"{\"type\": \"TableOpened\"}")
         without = SimpleNamespace(headers={}, subject=msg.subject, data=b"{}", metadata=msg.metadata)
         assert item_of(without, 0) is None
         placed = item_of(msg, 5)

@@ -146,7 +146,7 @@ def test_credentials_end_and_a_connection_renews_them_before(secure_nats_url: st
         assert renewing.is_connected
         creds = jwt.creds_claims(authority.creds_path("player", "renewing").read_text())
         assert creds["exp"] - time.time() > terms.of("player").lifetime / 2      # renewed for a full lifetime
-        await published.publish(subjects.public_events("renewal"), b"still here")
+        await published.publish(subjects.public_event("renewal", "Test"), b"still here")
         await _until(lambda: got == [b"still here"])                 # its subscription came along
         for nc in (unrenewed, renewing, published):
             await nc.close()

@@ -171,7 +171,7 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
             events = store.load(table_id)
             truth.learn_stored(table_id, events)
             total += len(events)
-            expected_public[subjects.public_events(table_id)] = [
+            expected_public[table_id] = [
                 (str(v), encode(views.public(e))) for v, e in enumerate(events, start=1)
             ]
             players: dict[int, str] = {}
@@ -184,7 +184,7 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
                     if isinstance(event, CardsDealt):     # (else a muck, to the showdown's players: R23)
                         owner_cards[subject] |= {d.card for d in event.cards if d.seat == seat and not d.up}
     assert total == writer.written
-    secrecy = scan([Message(m.subject.rsplit(".", 1)[-1], int(m.headers["Studroom-Version"]), bytes(m.data))
+    secrecy = scan([Message(m.subject.split(".")[2], int(m.headers["Studroom-Version"]), bytes(m.data))
                     for m in public]
                    + [Message(m.subject.rsplit(".", 1)[-1], int(m.headers["Studroom-Version"]), bytes(m.data),
                               m.subject.split(".")[2]) for m in private], truth)
@@ -195,13 +195,15 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
     assert not duplicated, f"{len(duplicated)} messages twice, e.g. {duplicated[:5]}"
 
     got_public: dict[str, list[tuple[str, bytes]]] = collections.defaultdict(list)
-    for m in public:   # in stream order
-        got_public[m.subject].append((m.headers["Studroom-Version"], bytes(m.data)))
+    for m in public:   # in stream order, each on studroom.pub.<table>.<its type>
+        table_id = m.subject.split(".")[2]
+        assert m.subject == subjects.public_event(table_id, m.headers["Studroom-Event"])
+        got_public[table_id].append((m.headers["Studroom-Version"], bytes(m.data)))
     assert len(public) == total
     assert got_public.keys() == expected_public.keys()
-    for subject, wanted in expected_public.items():
-        got = got_public[subject]
-        assert [v for v, _ in got] == [v for v, _ in wanted], f"{subject}: not every event once, in order"
+    for table_id, wanted in expected_public.items():
+        got = got_public[table_id]
+        assert [v for v, _ in got] == [v for v, _ in wanted], f"{table_id}: not every event once, in order"
         assert got == wanted
 
     got_private: dict[str, list[tuple[str, bytes]]] = collections.defaultdict(list)

@@ -44,7 +44,7 @@ def test_an_event_without_private_cards_is_one_public_message_with_its_id_and_he
     assert isinstance(opened.event, TableOpened)
     [message] = Outbox(STORE, store.load).messages(opened).publish
     assert message.stream == subjects.PUBLIC_STREAM
-    assert message.subject == subjects.public_events("t1")
+    assert message.subject == subjects.public_event("t1", "TableOpened")
     assert message.msg_id == f"{STORE}:1"
     assert message.headers == {
         "Nats-Msg-Id": f"{STORE}:1",

@@ -193,7 +193,7 @@ def test_R33_public_copies_never_show_a_down_card_before_the_hand_ends(relayed: 
             event = relayed.notes[i].event
             public = relayed.messages[i][0]
             assert public.stream == subjects.PUBLIC_STREAM
-            assert public.subject == subjects.public_events(relayed.notes[i].stream_id)
+            assert public.subject == subjects.public_event(relayed.notes[i].stream_id, type(event).__name__)
             if isinstance(event, HandEnded):
                 break
             copy = decode_event(public.payload)

@@ -230,7 +230,7 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
         versions = []
         assert bot.transcript is not None
         for received in bot.transcript.public:
-            assert received.subject == subjects.public_events(bot.table_id)
+            assert received.subject == subjects.public_event(bot.table_id, type(received.event).__name__)
             version = _version(received.headers)
             versions.append(version)
             check_public_message(bot.table_id, received.data, received.event, version, events,

@@ -186,7 +186,7 @@ def test_a_fired_message_that_is_not_a_timer_is_acked_and_counted() -> None:
 
 def _public(event: Any, table_id: str = "t1", header: bool = True) -> Msg:
     headers = {EVENT_HEADER: type(event).__name__} if header else None
-    return Msg(subjects.public_events(table_id), msgspec.json.encode(event), headers)
+    return Msg(subjects.public_event(table_id, type(event).__name__), msgspec.json.encode(event), headers)
 
 
 def _turn(turn: int, deadline_ms: int = DEADLINE_MS, seat: int = 1, kind: str = "act") -> TurnStarted:
@@ -234,14 +234,14 @@ def test_a_schedule_written_meanwhile_by_another_instance_is_read_again() -> Non
 def test_events_the_timer_does_not_need_are_acked_unread() -> None:
     js = FakeJetStream()
     service = _service(js=js)
-    msg = Msg(subjects.public_events("t1"), b"not even json", {EVENT_HEADER: "CardsDealt"})
+    msg = Msg(subjects.public_event("t1", "CardsDealt"), b"not even json", {EVENT_HEADER: "CardsDealt"})
     asyncio.run(service._on_public(msg))
     assert msg.acked and not js.published and not service.stats.errors
 
 
 def test_a_public_message_that_cannot_be_read_is_acked_and_counted() -> None:
     service = _service()
-    msg = Msg(subjects.public_events("t1"), b"not json")
+    msg = Msg(subjects.public_event("t1", "TurnStarted"), b"not json")
     asyncio.run(service._on_public(msg))
     assert msg.acked and service.stats.errors == {BAD_EVENT: 1}
 
@@ -249,7 +249,7 @@ def test_a_public_message_that_cannot_be_read_is_acked_and_counted() -> None:
 def test_a_turn_without_a_deadline_is_acked_and_counted() -> None:
     js = FakeJetStream()
     service = _service(js=js)
-    msg = Msg(subjects.public_events("t1"), b'{"type":"TurnStarted","turn":3}')
+    msg = Msg(subjects.public_event("t1", "TurnStarted"), b'{"type":"TurnStarted","turn":3}')
     asyncio.run(service._on_public(msg))
     assert msg.acked and not js.published and service.stats.errors == {BAD_TURN: 1}
 

@@ -76,7 +76,7 @@ def service_with(table: FakeTable, js: FakeJetStream, clock: Clock, instance_id:
 
 
 def public(table_id: str, event: TurnStarted | PauseStarted) -> Msg:
-    return Msg(subjects.public_events(table_id), msgspec.json.encode(event), {EVENT_HEADER: type(event).__name__})
+    return Msg(subjects.public_event(table_id, type(event).__name__), msgspec.json.encode(event), {EVENT_HEADER: type(event).__name__})
 
 
 def test_R18_a_turn_learned_is_timed_out_by_the_wheel_and_the_backstop_is_skipped() -> None:

@@ -29,7 +29,7 @@ def _events(hands: int = 2) -> list[Event]:
 
 def _message(version: int, event: Event, seq: int) -> Any:
     """A stream message as nats-py hands it over, the relay's way: the public view."""
-    return SimpleNamespace(subject=subjects.public_events(TABLE), headers={subjects.VERSION_HEADER: str(version)},
+    return SimpleNamespace(subject=subjects.public_event(TABLE, type(event).__name__), headers={subjects.VERSION_HEADER: str(version)},
                            data=msgspec.json.encode(views.public(event)),
                            metadata=SimpleNamespace(sequence=SimpleNamespace(stream=seq)))
 
