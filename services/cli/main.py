@@ -166,6 +166,9 @@ def _add_room_command(commands: argparse._SubParsersAction) -> None:
                       help=f"table-service processes, 1 to {PARTITIONS} (default 1)")
     room.add_argument("--stores", type=int_range(1, PARTITIONS), default=1,
                       help=f"event stores (partitions of tables), 1 to {PARTITIONS} (default 1)")
+    room.add_argument("--db-servers", type=int_range(1, PARTITIONS), default=1,
+                      help="embedded PostgreSQL servers the stores are spread over: store j on server "
+                           "j %% N (default 1; external servers: STUDROOM_STORE_URLS)")
     room.add_argument("--pace", type=non_negative_int, default=0, metavar="MS", help="bots think this long (default 0)")
     room.add_argument("--data-dir", default=None, help="embedded servers' data (default .studroom/ or STUDROOM_DATA_DIR)")
     room.add_argument("--quiet", action="store_true", help="no progress line")

@@ -93,6 +93,7 @@ async def serve_relay(
     from ..runtime.processes.preflight import preflight_url
     from ..runtime.processes.starting import until_started
     from ..runtime.servers.external_or_embedded import servers
+    from ..store.inspect import store_url
     from ..store.layout import check_recorded_layout
     from ..store.postgres import PostgresEventStore
     from .relay import Relay
@@ -110,10 +111,11 @@ async def serve_relay(
         """One attempt: the preflight, the recorded layout, the stores opened."""
         await preflight_url(nats_url, creds, "relay")
         if layout is not None:
-            await asyncio.to_thread(check_recorded_layout, database_url, layout)
+            await asyncio.to_thread(check_recorded_layout, database_url, layout, urls=dict(settings.store_urls))
         stores = []
         for schema in store_schemas:
-            store = await asyncio.to_thread(PostgresEventStore, database_url, schema=schema)
+            url = await asyncio.to_thread(store_url, database_url, schema)     # its server (store/servers.py)
+            store = await asyncio.to_thread(PostgresEventStore, url, schema=schema)
             opened.callback(_close_quietly, store)
             stores.append(store)
         return stores

@@ -38,12 +38,13 @@ from ..runtime.processes import process
 from ..runtime.processes.credentials import masked_url
 from ..runtime.processes.preflight import preflight_url
 from ..runtime.processes.supervisor import Services, child_env
-from ..runtime.servers.external_or_embedded import servers
+from ..runtime.servers.external_or_embedded import servers, store_servers
 from ..runtime.settings import Settings
 from ..runtime.text import ms, number
 from ..runtime.text import rate as per_second
 from ..store.inspect import events_stored, load_tables
 from ..store.layout import LayoutMismatch, check_recorded_layout, store_schemas
+from ..store.servers import StoreElsewhere
 from ..warden.connections import watching
 from ..wire.declared import Refused
 from .bots import FLOOR, SPECTATOR, Room
@@ -69,12 +70,14 @@ class RoomOptions:
     pace_ms: int
     progress: bool
     timers: bool                  # the timer service: turns of absent players time out
+    db_servers: int = 1           # embedded PostgreSQL servers the stores are spread over
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RoomOptions:
         return cls(tables=args.tables, bots_per_table=args.bots_per_table, seconds=args.seconds,
                    instances=args.instances, stores=args.stores, pace_ms=args.pace,
-                   progress=not args.quiet, timers=not args.no_timers)
+                   progress=not args.quiet, timers=not args.no_timers,
+                   db_servers=getattr(args, "db_servers", 1))
 
 
 @dataclass
@@ -116,12 +119,13 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
     schemas = store_schemas(options.stores)
     ids = table_ids(options.tables)
     authority = room_authority(settings.data_dir)
-    with servers(settings) as (nats_url, database_url):
+    with servers(settings) as (nats_url, database_url), \
+            store_servers(settings, options.stores, options.db_servers) as elsewhere:
         say(f"studroom room: NATS {masked_url(nats_url)}, PostgreSQL {masked_url(database_url)}, "
-            f"data {settings.data_dir}")
+            f"data {settings.data_dir}" + "".join(f"; store {j} on {masked_url(url)}" for j, url in elsewhere.items()))
         try:
-            check_recorded_layout(database_url, options.stores)
-        except LayoutMismatch as refused:
+            check_recorded_layout(database_url, options.stores, urls=elsewhere)
+        except (LayoutMismatch, StoreElsewhere) as refused:
             say(f"studroom room: {refused}")
             return 2
         existing = load_tables(database_url, schemas, only=ids)
@@ -136,7 +140,7 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             + "; Ctrl-C stops")
         if (note := kept_beyond(plans, options.bots_per_table)) is not None:
             say(note)
-        services = Services(child_env(nats_url, database_url, settings.data_dir),
+        services = Services(child_env(nats_url, database_url, settings.data_dir, elsewhere),
                             settings.data_dir / "logs", instances=options.instances,
                             stores=options.stores, timers=options.timers, authority=authority)
         issued = issue_credentials(authority, plans, services)

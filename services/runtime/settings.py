@@ -7,7 +7,14 @@
 ``STUDROOM_DATABASE_URL``
     DSN of an external PostgreSQL database, e.g.
     ``postgresql://studroom:secret@db.internal:5432/studroom``. Unset or empty: an
-    embedded PostgreSQL is started in the data folder.
+    embedded PostgreSQL is started in the data folder. It is the room's "home" server:
+    the cashier's store, the books, the histories and the stores not named below.
+``STUDROOM_STORE_URLS``
+    Event stores on other PostgreSQL servers than the home one, comma separated
+    ``<store>=<URL>`` (``1=postgresql://db2.internal/studroom,3=...``; ``p1=`` is the
+    same as ``1=``). Unset: every store on the home server. The first start records
+    each store's server in the home database and every later process must agree
+    (docs/design/event-store.md "Stores on several servers").
 ``STUDROOM_NATS_CREDS``
     Path of this process's NATS credentials (a ``.creds`` file: its identity, see
     docs/design/trust.md). Unset: the process uses the embedded room's credentials
@@ -34,12 +41,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 NATS_URL_VAR = "STUDROOM_NATS_URL"
 DATABASE_URL_VAR = "STUDROOM_DATABASE_URL"
+STORE_URLS_VAR = "STUDROOM_STORE_URLS"
 NATS_CREDS_VAR = "STUDROOM_NATS_CREDS"
 NATS_CA_VAR = "STUDROOM_NATS_CA"
 DATA_DIR_VAR = "STUDROOM_DATA_DIR"
@@ -62,6 +70,7 @@ class Settings:
     data_dir: Path = Path(DEFAULT_DATA_DIR)
     nats_creds: Path | None = None
     nats_ca: Path | None = None
+    store_urls: tuple[tuple[int, str], ...] = ()      # (store index, URL): stores not on the home server
 
     def __post_init__(self) -> None:
         if self.nats_ca is not None and not self.nats_ca.is_file():
@@ -77,6 +86,10 @@ class Settings:
                 f"got a URL of scheme {self.database_url.partition(':')[0]!r}"
             )
             raise ValueError(msg)
+        for index, url in self.store_urls:
+            if index < 0 or not url.startswith(_POSTGRES_SCHEMES):
+                raise ValueError(f"{STORE_URLS_VAR}: expected <store>=postgresql://user@host:port/db, "
+                                 f"got store {index} at a URL of scheme {url.partition(':')[0]!r}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -90,6 +103,7 @@ class Settings:
             data_dir=Path(data_dir).expanduser().absolute(),
             nats_creds=Path(creds).expanduser().absolute() if creds else None,
             nats_ca=nats_ca_from_env(env),
+            store_urls=store_urls_from_env(env),
         )
 
     def to_env(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -106,6 +120,10 @@ class Settings:
                 out.pop(var, None)
             else:
                 out[var] = value
+        if self.store_urls:
+            out[STORE_URLS_VAR] = format_store_urls(self.store_urls)
+        else:
+            out.pop(STORE_URLS_VAR, None)
         out[DATA_DIR_VAR] = str(self.data_dir)
         return out
 
@@ -116,6 +134,31 @@ class Settings:
     @property
     def embedded_postgres(self) -> bool:
         return self.database_url is None
+
+
+def store_urls_from_env(env: Mapping[str, str] | None = None) -> tuple[tuple[int, str], ...]:
+    """``STUDROOM_STORE_URLS`` as ``((store, URL), ...)`` (empty: every store at home)."""
+    env = os.environ if env is None else env
+    return parse_store_urls(env.get(STORE_URLS_VAR, ""))
+
+
+def parse_store_urls(text: str) -> tuple[tuple[int, str], ...]:
+    """``"1=postgresql://a/db,p2=postgresql://b/db"`` -> ``((1, ...), (2, ...))``."""
+    found: dict[int, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, sep, url = item.partition("=")
+        key = key.strip().lstrip("p")
+        if not sep or not key.isdecimal():
+            raise ValueError(f"{STORE_URLS_VAR}: expected <store>=<URL> items, got one without a store number")
+        found[int(key)] = url.strip()
+    return tuple(sorted(found.items()))
+
+
+def format_store_urls(urls: Iterable[tuple[int, str]]) -> str:
+    """The value of ``STUDROOM_STORE_URLS`` for ``urls`` (what :func:`parse_store_urls` reads)."""
+    return ",".join(f"{index}={url}" for index, url in urls)
 
 
 def nats_ca_from_env(env: Mapping[str, str] | None = None) -> Path | None:

@@ -9,6 +9,7 @@ check and tests; the services read one table at a time through the
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -19,6 +20,42 @@ from studroom.domain.events import Event, TableEvent
 from .codec import register_event_types
 from .layout import STORE_SCHEMA_PREFIX, store_of_table, store_schema
 from .postgres import DEFAULT_TABLE, PostgresEventStore
+from .servers import Placement, url_of_server
+
+_remote_lock = threading.Lock()
+_remote: dict[str, psycopg.Connection[Any]] = {}     # URL -> this process's connection to that server
+
+
+def store_url(database_url: str, schema: str) -> str:
+    """The URL of the server that holds the store ``schema`` of the room whose home
+    server is ``database_url`` (:mod:`.servers`)."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        where = Placement.of(conn).get(schema)
+    return database_url if where is None else url_of_server(*where)
+
+
+def on_server(conn: psycopg.Connection[Any], schema: str) -> psycopg.Connection[Any]:
+    """``conn`` (a connection to the home server) when the store ``schema`` lives there,
+    else this process's connection to the server that holds it (autocommit; kept)."""
+    where = Placement.of(conn).get(schema)
+    if where is None:
+        return conn
+    url = url_of_server(*where)
+    with _remote_lock:
+        remote = _remote.get(url)
+        if remote is None or remote.closed or remote.broken:
+            remote = _remote[url] = psycopg.connect(url, autocommit=True, connect_timeout=5)
+        return remote
+
+
+def servers_of(conn: psycopg.Connection[Any], schemas: Iterable[str]) -> dict[str, list[str]]:
+    """The stores ``schemas`` grouped by the server that holds them (its URL; "" for home)."""
+    grouped: dict[str, list[str]] = {}
+    placed = Placement.of(conn)
+    for schema in schemas:
+        where = placed.get(schema)
+        grouped.setdefault("" if where is None else url_of_server(*where), []).append(schema)
+    return grouped
 
 
 def stores_found(database_url: str, prefix: str = STORE_SCHEMA_PREFIX) -> list[int]:
@@ -32,12 +69,15 @@ def stores_on(conn: psycopg.Connection[Any], prefix: str = STORE_SCHEMA_PREFIX) 
     pattern = re.compile(re.escape(prefix) + r"(\d+)")
     rows = conn.execute("SELECT table_schema FROM information_schema.tables WHERE table_name = %s",
                         (DEFAULT_TABLE,)).fetchall()
-    return sorted(int(m.group(1)) for (schema,) in rows if (m := pattern.fullmatch(schema)))
+    here = {int(m.group(1)) for (schema,) in rows if (m := pattern.fullmatch(schema))}
+    elsewhere = {int(m.group(1)) for schema in Placement.of(conn)
+                 if (m := pattern.fullmatch(schema)) and store_exists(conn, schema)}
+    return sorted(here | elsewhere)
 
 
 def store_exists(conn: psycopg.Connection[Any], schema: str) -> bool:
     """Whether ``schema`` holds an event store (a reader waits until it does)."""
-    row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.{DEFAULT_TABLE}",)).fetchone()
+    row = on_server(conn, schema).execute("SELECT to_regclass(%s)", (f"{schema}.{DEFAULT_TABLE}",)).fetchone()
     return row is not None and row[0] is not None
 
 
@@ -63,14 +103,14 @@ def open_stores(database_url: str, schemas: Sequence[str], *, create: bool = Tru
     """The stores in ``schemas`` (made if missing, unless ``create`` is False: readers
     of existing stores change nothing, not even the append function)."""
     register_event_types(TableEvent)
-    return [PostgresEventStore(database_url, schema=s, pool_size=2, max_overflow=2, create_table=create)
+    return [PostgresEventStore(store_url(database_url, s), schema=s, pool_size=2, max_overflow=2, create_table=create)
             for s in schemas]
 
 
 def open_reader(database_url: str, schema: str) -> PostgresEventStore:
     """A reader of one existing store, on a connection or two (nothing is created)."""
     register_event_types(TableEvent)
-    return PostgresEventStore(database_url, schema=schema, pool_size=1, max_overflow=1, create_table=False)
+    return PostgresEventStore(store_url(database_url, schema), schema=schema, pool_size=1, max_overflow=1, create_table=False)
 
 
 def stream_ids(store: Any) -> list[str]:
@@ -102,7 +142,7 @@ def last_notification_ids(conn: psycopg.Connection[Any], schemas: Iterable[str])
     """Each store's highest notification id (0 while empty), read on ``conn``
     without opening the stores (the readers' lag, the fault drill's marks)."""
     statement = "SELECT coalesce(max(notification_id), 0) FROM {}.{}"
-    return {schema: conn.execute(sql.SQL(statement).format(sql.Identifier(schema), sql.Identifier(DEFAULT_TABLE)))
+    return {schema: on_server(conn, schema).execute(sql.SQL(statement).format(sql.Identifier(schema), sql.Identifier(DEFAULT_TABLE)))
             .fetchone()[0] for schema in schemas}  # type: ignore[index]
 
 
@@ -110,7 +150,7 @@ def streams_upto(conn: psycopg.Connection[Any], schema: str, position: int) -> l
     """The streams of a store with an event at or before notification ``position``."""
     statement = sql.SQL("SELECT DISTINCT originator_id FROM {}.{} WHERE notification_id <= %s").format(
         sql.Identifier(schema), sql.Identifier(DEFAULT_TABLE))
-    return sorted(stream for (stream,) in conn.execute(statement, (position,)).fetchall())
+    return sorted(stream for (stream,) in on_server(conn, schema).execute(statement, (position,)).fetchall())
 
 
 def stream_upto(conn: psycopg.Connection[Any], store: PostgresEventStore, stream: str,
@@ -123,7 +163,7 @@ def stream_upto(conn: psycopg.Connection[Any], store: PostgresEventStore, stream
         sql.Identifier(store.schema), sql.Identifier(store.table))
     decode = store.mapper.decode
     return [(version, decode(topic, bytes(state)))
-            for version, topic, state in conn.execute(statement, (stream, position)).fetchall()]
+            for version, topic, state in on_server(conn, store.schema).execute(statement, (stream, position)).fetchall()]
 
 
 def events_stored(database_url: str, schemas: Sequence[str]) -> int:
@@ -139,7 +179,7 @@ def stream_lengths(conn: psycopg.Connection[Any], schema: str) -> dict[str, int]
     """Each stream of a store and its last version (how many events it holds), on ``conn``."""
     statement = sql.SQL("SELECT originator_id, max(originator_version) FROM {}.{} GROUP BY originator_id").format(
         sql.Identifier(schema), sql.Identifier(DEFAULT_TABLE))
-    return dict(conn.execute(statement).fetchall())
+    return dict(on_server(conn, schema).execute(statement).fetchall())
 
 
 def stream_json(conn: psycopg.Connection[Any], schema: str, stream: str) -> bytes:
@@ -150,5 +190,5 @@ def stream_json(conn: psycopg.Connection[Any], schema: str, stream: str) -> byte
     statement = sql.SQL("SELECT '['::bytea || coalesce(string_agg(state, ','::bytea ORDER BY originator_version), "
                         "''::bytea) || ']'::bytea FROM {}.{} WHERE originator_id = %s").format(
         sql.Identifier(schema), sql.Identifier(DEFAULT_TABLE))
-    row = conn.execute(statement, (stream,), binary=True).fetchone()
+    row = on_server(conn, schema).execute(statement, (stream,), binary=True).fetchone()
     return bytes(row[0])  # type: ignore[index]

@@ -106,11 +106,12 @@ async def serve_table(
 
     async def start(opened: contextlib.AsyncExitStack) -> TableService:
         """One attempt: the stores, the connections, the preflight, the service started."""
-        await asyncio.to_thread(check_recorded_layout, database_url, stores, schema_prefix)
+        where = await asyncio.to_thread(check_recorded_layout, database_url, stores, schema_prefix,
+                                        dict(settings.store_urls))
         event_stores = []
         for j in range(stores):
             store = await asyncio.to_thread(
-                PostgresEventStore, database_url, schema=store_schema(j, schema_prefix),
+                PostgresEventStore, where.url(j), schema=store_schema(j, schema_prefix),
                 pool_size=2, max_overflow=2,
             )
             opened.callback(store.close)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import IO
@@ -30,9 +30,11 @@ def _service(command: list[str]) -> str:
     return command[len(SERVE)]
 
 
-def child_env(nats_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
-    """This process's environment, pointed at these servers, unbuffered output."""
-    env = Settings(nats_url, database_url, data_dir).to_env()
+def child_env(nats_url: str, database_url: str, data_dir: Path,
+              store_urls: Mapping[int, str] | None = None) -> dict[str, str]:
+    """This process's environment, pointed at these servers (``store_urls``: stores
+    elsewhere than ``database_url``), unbuffered output."""
+    env = Settings(nats_url, database_url, data_dir, store_urls=tuple(sorted((store_urls or {}).items()))).to_env()
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 

@@ -52,10 +52,10 @@ host    replication  all   ::1/128       scram-sha-256
 """
 
 
-def embedded_url(data_dir: Path, port: int, database: str = POSTGRES_DATABASE) -> str:
-    """The URL of the embedded PostgreSQL of ``data_dir`` listening on ``port``, with
-    its password: a secret, for connecting only (never log it unmasked)."""
-    password = (Path(data_dir) / EmbeddedPostgres.name / PASSWORD_FILE).read_text().strip()
+def embedded_url(data_dir: Path, port: int, database: str = POSTGRES_DATABASE, folder: str = "postgres") -> str:
+    """The URL of the embedded PostgreSQL of ``data_dir`` (in its ``folder``) listening
+    on ``port``, with its password: a secret, for connecting only (never log it unmasked)."""
+    password = (Path(data_dir) / folder / PASSWORD_FILE).read_text().strip()
     return f"postgresql://{POSTGRES_SUPERUSER}:{password}@127.0.0.1:{port}/{database}"
 
 
@@ -93,7 +93,8 @@ def _running(pid: int) -> bool:
 
 
 class EmbeddedPostgres(ServerProcess):
-    """A PostgreSQL cluster in ``data_dir/postgres/pgdata``, database ``studroom``.
+    """A PostgreSQL cluster in ``data_dir/postgres/pgdata`` (``folder`` instead of
+    ``postgres``: another server of the same room), database ``studroom``.
 
     ``url`` is ``postgresql://postgres:<password>@127.0.0.1:<port>/studroom`` (SCRAM,
     TCP on 127.0.0.1 only; a secret: log it masked). ``settings`` adds ``-c name=value``
@@ -110,7 +111,10 @@ class EmbeddedPostgres(ServerProcess):
         *,
         database: str = POSTGRES_DATABASE,
         settings: dict[str, str] | None = None,
+        folder: str | None = None,
     ) -> None:
+        if folder is not None:      # a second server of the same data folder ("postgres-1": stores elsewhere)
+            self.name = folder
         super().__init__(data_dir)
         self.pgdata = self.home / "pgdata"
         self.password_path = self.home / PASSWORD_FILE
@@ -124,7 +128,7 @@ class EmbeddedPostgres(ServerProcess):
         return self.url_for(self.database)
 
     def url_for(self, database: str) -> str:
-        return embedded_url(self.data_dir, self.port, database)
+        return embedded_url(self.data_dir, self.port, database, self.name)
 
     # -- preparation
 

@@ -27,3 +27,21 @@ def servers(settings: Settings) -> Iterator[tuple[str, str]]:
         if nats_url is None:
             nats_url = stack.enter_context(EmbeddedNats(settings.data_dir)).url
         yield nats_url, database_url
+
+
+@contextmanager
+def store_servers(settings: Settings, stores: int, count: int) -> Iterator[dict[int, str]]:
+    """Yield where the stores live beside the home server: ``STUDROOM_STORE_URLS`` when
+    the settings name any; else, for ``count`` > 1 embedded PostgreSQL servers, store
+    ``j`` on server ``j % count`` (``<data dir>/postgres-<i>``, started here and stopped on
+    exit; the home server, ``postgres``, is server 0)."""
+    if settings.store_urls or count <= 1:
+        yield dict(settings.store_urls)
+        return
+    if settings.database_url is not None:
+        raise ValueError("more embedded PostgreSQL servers beside an external STUDROOM_DATABASE_URL: "
+                         "name the stores' servers in STUDROOM_STORE_URLS instead")
+    with ExitStack() as stack:
+        urls = [stack.enter_context(EmbeddedPostgres(settings.data_dir, folder=f"postgres-{i}")).url
+                for i in range(1, count)]
+        yield {j: urls[j % count - 1] for j in range(stores) if j % count}

@@ -1,0 +1,129 @@
+"""A room whose two event stores live on two PostgreSQL servers (issue 20, "scale out
+for real"; docs/design/event-store.md "Stores on several servers").
+
+Store 0 stays on the session's PostgreSQL (the home server: the cashier's store, the
+books), store 1 is placed on a second embedded server by ``STUDROOM_STORE_URLS``.  The
+room's services (a table service, the relay, the cashier, the ledger) play hands on
+tables of both stores; then: store 1's events are on the second server only, the relay
+published both (the bots, who act only on what the relay publishes, finished hands on
+tables of both), the books reconcile with no difference as of a cut over both servers
+(R34's chips conserved), and a hand of the second server replays consistent with its
+deck (R32).  A process told another server for a store than the one recorded refuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from studroom.domain.events import HandEnded
+from studroom.domain.hands import spans
+from studroom.projections.ledger.cut import book_to_cut
+from studroom.projections.ledger.reconcile import reconcile
+from studroom.projections.ledger.sources import all_sources
+from studroom.services.disputes.checks import check_hand
+from studroom.services.disputes.stored_events import table_stream
+from studroom.services.room.bots import Room
+from studroom.services.room.plans import TablePlan, table_config
+from studroom.services.runtime.processes.supervisor import Services, child_env
+from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
+from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
+from studroom.services.store.inspect import load_tables, stores_found
+from studroom.services.store.layout import LayoutMismatch, check_recorded_layout, store_of_table, store_schemas
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+STORES = 2
+TABLES_PER_STORE = 2
+SEATS = 3
+HANDS = 6
+
+
+def _tables(name: str) -> list[str]:
+    """Table ids, ``TABLES_PER_STORE`` in each store."""
+    found: dict[int, list[str]] = {j: [] for j in range(STORES)}
+    n = 0
+    while any(len(ids) < TABLES_PER_STORE for ids in found.values()):
+        n += 1
+        table = f"{name}t{n}"
+        ids = found[store_of_table(table, STORES)]
+        if len(ids) < TABLES_PER_STORE:
+            ids.append(table)
+    return [t for ids in found.values() for t in ids]
+
+
+def test_a_room_plays_reconciles_and_replays_with_a_store_on_each_of_two_servers(database_url: str,
+                                                                               private_dir: Path) -> None:
+    name = f"two{uuid.uuid4().hex[:6]}"
+    prefix = f"{name}_p"
+    folder = Path(tempfile.mkdtemp(prefix="studroom-it-two-"))
+    try:
+        with EmbeddedPostgres(private_dir) as second, EmbeddedNats(folder) as nats:
+            elsewhere = {1: second.url}
+            where = check_recorded_layout(database_url, STORES, prefix, urls=elsewhere)
+            assert (where.url(0), where.url(1)) == (database_url, second.url)
+            with pytest.raises(LayoutMismatch):             # a process told another server for store 1
+                check_recorded_layout(database_url, STORES, prefix, urls={1: database_url})
+            services = Services(child_env(nats.url, database_url, folder, elsewhere), folder / "logs",
+                                instances=1, stores=STORES, name=name, schema_prefix=prefix,
+                                authority=nats.authority, lobby=False, history=False)
+            services.start()
+            try:
+                tables = _tables(name)
+                asyncio.run(_play(nats, tables))
+                assert not services.dead(), services.dead()
+            finally:
+                problems = services.stop()
+            assert not problems, problems
+            _check(database_url, second.url, prefix, tables)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _play(nats: EmbeddedNats, tables: list[str]) -> None:
+    plans = [TablePlan(t, table_config(i), {s: f"{t}-p{s}" for s in range(SEATS)}) for i, t in enumerate(tables)]
+    assert nats.authority is not None
+    bots = Room(nats.url, plans, authority=nats.authority, seed=20)
+    try:
+        await bots.start()
+        deadline = time.monotonic() + 60
+        while bots.stats.hands < HANDS * len(tables) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+    finally:
+        await bots.stop()
+
+
+def _check(database_url: str, second_url: str, prefix: str, tables: list[str]) -> None:
+    schemas = store_schemas(STORES, prefix)
+    with psycopg.connect(second_url, autocommit=True) as conn:
+        on_second = conn.execute(f"SELECT count(*) FROM {schemas[1]}.events").fetchone()[0]  # type: ignore[index]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        at_home = conn.execute("SELECT to_regclass(%s)", (f"{schemas[1]}.events",)).fetchone()[0]  # type: ignore[index]
+        sources = all_sources(conn, cashier_schema=f"{prefix}cashier", schemas=schemas)
+    assert on_second > 0 and at_home is None, "store 1 lives on the second server only"
+    assert stores_found(database_url, prefix) == [0, 1]
+
+    streams = load_tables(database_url, schemas, only=tables)       # found on both servers
+    ended = {t: sum(isinstance(e, HandEnded) for e in streams.get(t, [])) for t in tables}
+    for j in range(STORES):
+        assert all(ended[t] > 0 for t in tables if store_of_table(t, STORES) == j), \
+            f"hands played on every table of store {j} (the relay published it): {ended}"
+
+    cut, _ = book_to_cut(database_url, sources, ledger_schema=f"{prefix}ledger")
+    assert cut[schemas[1]] == on_second
+    books = reconcile(database_url, sources, ledger_schema=f"{prefix}ledger", cut=cut)
+    assert books.clean, [f"{d.check}: {d.event or d.table}: {d.what}" for d in books.differences[:5]]
+    assert books.hands > 0
+
+    remote = next(t for t in tables if store_of_table(t, STORES) == 1)
+    stream = table_stream(database_url, remote, prefix)
+    span = next(s for s in spans(stream) if s.end is not None and not s.cancelled)
+    check = check_hand(stream, span)
+    assert check.consistent, check.difference
+    assert check.deck is not None and check.deck.fair
