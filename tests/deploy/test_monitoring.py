@@ -1,0 +1,174 @@
+"""deploy/monitoring: the scrape configuration and the alert rules pass ``promtool check``
+(Debian's promtool, fetched by deploy/monitoring/get-promtool when none is on PATH);
+each alert fires on the series that should fire it (``promtool test rules``) and says
+where its runbook is in docs/operating.md; every service has a scrape target; and every
+metric the alert rules and the Grafana dashboard query is one our services expose, read
+from the running services' own ``/metrics`` (the shared live room), the reconcile's
+textfile as deploy/monitoring/reconcile-textfile writes it on that room, or one of the
+exporters' few names; the dashboard's rake per hour, run on that room's books, sums to
+what ``studroom ledger rake`` says."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import yaml
+from monitoring_kit import (
+    ALERTS,
+    ALERTS_TEST,
+    FOREIGN,
+    RECONCILE_TEXTFILE,
+    SCRAPE,
+    alert_rules,
+    dashboard_targets,
+    exposed_names,
+    metric_names,
+    promtool,
+    queried_names,
+    run_promtool,
+)
+from studroom.services.cli.health import ask_all
+from studroom.services.cli.main import SERVICES
+from studroom.services.runtime.processes import process
+from studroom.services.runtime.settings import DATABASE_URL_VAR
+from test_docs_links import REPOSITORY, _anchors
+
+SERVED = sorted(set(SERVICES) - {"bot"})            # bots are players, not deployed services
+OPERATING = REPOSITORY / "docs" / "operating.md"
+
+
+@pytest.fixture(scope="session")
+def promtool_path() -> str:
+    return promtool()
+
+
+def test_the_alert_rules_pass_promtool_check_rules(promtool_path: str) -> None:
+    out = run_promtool(promtool_path, "check", "rules", ALERTS.name)
+    assert f"SUCCESS: {len(list(alert_rules()))} rules found" in out
+
+
+def test_the_scrape_configuration_passes_promtool_check_config(promtool_path: str) -> None:
+    out = run_promtool(promtool_path, "check", "config", SCRAPE.name)
+    assert "is valid prometheus config file syntax" in out and "1 rule files found" in out
+
+
+def test_each_alert_fires_on_what_should_fire_it_and_a_healthy_room_fires_none(
+        promtool_path: str, tmp_path: Path) -> None:
+    # promtool 2.42 compares annotations too: the rules are tested without theirs (the
+    # texts are checked by `check rules` above and the runbook test below).
+    rules = yaml.safe_load(ALERTS.read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)
+    (tmp_path / ALERTS.name).write_text(yaml.safe_dump(rules))
+    (tmp_path / ALERTS_TEST.name).write_text(ALERTS_TEST.read_text())
+    out = run_promtool(promtool_path, "test", "rules", ALERTS_TEST.name, cwd=tmp_path)
+    assert "SUCCESS" in out
+    tested = {case["alertname"] for test in yaml.safe_load(ALERTS_TEST.read_text())["tests"]
+              for case in test["alert_rule_test"] if case["exp_alerts"]}
+    assert tested == {rule["alert"] for rule in alert_rules()} - {"StudroomReconcileNotRun"}, \
+        "every alert but the 26-hour one has a case that fires it"
+
+
+def test_every_alert_has_a_runbook_line_into_operating_md() -> None:
+    anchors = _anchors(OPERATING)
+    for rule in alert_rules():
+        runbook = rule["annotations"]["runbook"]
+        place, _, what = runbook.partition(": ")
+        document, _, anchor = place.partition("#")
+        assert document == "docs/operating.md" and anchor in anchors and what, (rule["alert"], runbook)
+        assert rule["labels"]["severity"] in ("page", "warn")
+
+
+def test_every_service_has_a_scrape_target_on_loopback() -> None:
+    job = next(j for j in yaml.safe_load(SCRAPE.read_text())["scrape_configs"] if j["job_name"] == "studroom")
+    assert job["honor_labels"] is True          # the services' own service and instance labels stay
+    targets = {group["labels"]["service"]: group["targets"] for group in job["static_configs"]}
+    assert sorted(targets) == SERVED
+    ports = [t for ts in targets.values() for t in ts]
+    assert len(set(ports)) == len(ports) and all(t.startswith("127.0.0.1:") for t in ports)
+
+
+def test_the_query_reader_finds_the_metric_names() -> None:
+    expr = ('histogram_quantile(0.99, sum by (le) (rate(a_bucket{code!="x",k=~"a|b"}[5m]))) > 0.25 '
+            'or up{job="nats"} == 1 unless on (instance) b_total and time() - c_seconds > 26 * 3600')
+    assert metric_names(expr) == {"a_bucket", "up", "b_total", "c_seconds"}
+
+
+# ------------------------------------------------------------------ against a running room
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return answer.read().decode()
+
+
+async def _metrics_urls(room: Any) -> dict[str, str]:
+    """Each of the room's services' metrics address, from its ``$SRV.INFO``."""
+    nc = await process.connect(room.url, "studroom-test-monitoring",
+                               creds=room.authority.ensure("operator", "monitoring"))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            infos = [i for i in await ask_all(nc, "$SRV.INFO", 0.5) if i["metadata"].get("pid") in room.pids()]
+            urls = {i["name"].removeprefix("studroom-"): i["metadata"].get("metrics") for i in infos}
+            if all(urls.get(name) for name in SERVED) or time.monotonic() > deadline:
+                return urls
+            await asyncio.sleep(0.5)
+    finally:
+        await nc.drain()
+
+
+def _reconcile_textfile(room: Any, folder: Path) -> tuple[int, str]:
+    """reconcile-textfile on the live room's books: its exit code and the file it wrote."""
+    schemas = [arg for s in room.schemas for arg in ("--schema", s)]
+    env = os.environ | {DATABASE_URL_VAR: room.database_url, "STUDROOM": str(Path(sys.executable).parent / "studroom")}
+    done = subprocess.run([str(RECONCILE_TEXTFILE), str(folder), *schemas, "--cashier-schema",
+                           f"{room.name}_pcashier", "--ledger-schema", f"{room.name}_pledger"],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    return done.returncode, (folder / "studroom_reconcile.prom").read_text()
+
+
+@pytest.mark.integration
+def test_every_metric_the_alerts_and_the_dashboard_query_is_exposed(live_room: Any, tmp_path: Path) -> None:
+    urls = asyncio.run(_metrics_urls(live_room))
+    assert all(urls.get(name) for name in SERVED), f"metrics addresses of the live room's services: {urls}"
+    exposed = {name: exposed_names(_get(url)) for name, url in urls.items()}
+    code, textfile = _reconcile_textfile(live_room, tmp_path)
+    assert code in (0, 1), (code, (tmp_path / "studroom_reconcile.log").read_text())
+    assert f"studroom_reconcile_exit_code {code}\n" in textfile
+    ours = set().union(*exposed.values(), exposed_names(textfile))
+    missing = {name: sorted(where) for name, where in queried_names().items() if name not in ours | set(FOREIGN)}
+    assert not missing, f"queried but exposed by no service: {missing}"
+    assert {"studroom_up_seconds", "studroom_ready"} <= set.intersection(*exposed.values())
+    print(f"{len(queried_names())} names queried; {len(ours)} exposed by {len(exposed)} services and the reconcile")
+
+
+@pytest.mark.integration
+def test_the_dashboards_rake_per_hour_runs_on_the_books_and_sums_to_the_ledgers_rake(live_room: Any) -> None:
+    from studroom.projections.ledger.reports import rake
+
+    sql = next(t["rawSql"] for title, t in dashboard_targets() if title == "Rake per hour")
+    books = f"{live_room.name}_pledger"
+    until = int(time.time()) + 3600
+    query = (sql.replace("studroom_ledger.", f"{books}.").replace("$__unixEpochFrom()", "0")
+             .replace("$__unixEpochTo()", str(until)))
+    with psycopg.connect(live_room.database_url, autocommit=True) as conn:
+        deadline = time.monotonic() + 30
+        while not conn.execute("SELECT to_regclass(%s)", (f"{books}.entries",)).fetchone()[0]:
+            assert time.monotonic() < deadline, f"the live room's ledger made no {books}.entries"
+            time.sleep(0.5)
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")       # both read one snapshot
+        hours = conn.execute(query).fetchall()
+        _, rows = rake(conn, "day", ledger_schema=books)
+        conn.execute("COMMIT")
+    assert all(when.minute == 0 and when.second == 0 for when, _ in hours)
+    assert sum(amount for _, amount in hours) == rows[-1][3]
