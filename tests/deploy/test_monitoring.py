@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -25,6 +28,7 @@ import yaml
 from monitoring_kit import (
     ALERTS,
     ALERTS_TEST,
+    KIT,
     FOREIGN,
     RECONCILE_TEXTFILE,
     SCRAPE,
@@ -37,7 +41,7 @@ from monitoring_kit import (
     run_promtool,
 )
 from studroom.services.cli.health import ask_all
-from studroom.services.cli.main import SERVICES
+from studroom.services.cli.main import SERVICES, build_parser
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import DATABASE_URL_VAR
 from test_docs_links import REPOSITORY, _anchors
@@ -96,6 +100,21 @@ def test_every_service_has_a_scrape_target_on_loopback() -> None:
     assert sorted(targets) == SERVED
     ports = [t for ts in targets.values() for t in ts]
     assert len(set(ports)) == len(ports) and all(t.startswith("127.0.0.1:") for t in ports)
+
+
+def test_the_reconcile_units_pass_systemd_analyze_and_run_a_reconcile_studroom_accepts(tmp_path: Path) -> None:
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze (package systemd) checks the units"
+    for unit in KIT.glob("studroom-reconcile.*"):
+        text = unit.read_text().replace("/opt/studroom/monitoring/reconcile-textfile", str(RECONCILE_TEXTFILE))
+        (tmp_path / unit.name).write_text(re.sub(r"^(User|Group)=.*$", r"\1=root", text, flags=re.MULTILINE))
+    checked = subprocess.run([analyze, "verify", "--man=no", *sorted(str(p) for p in tmp_path.iterdir())],
+                             capture_output=True, text=True, check=False)
+    assert checked.returncode == 0 and not checked.stderr.strip(), checked.stderr
+    command = next(line for line in (KIT / "studroom-reconcile.service").read_text().splitlines()
+                   if line.startswith("ExecStart="))
+    args = shlex.split(command.replace("${STUDROOM_STORES}", "2"))[2:]       # after the script and its folder
+    assert build_parser().parse_args(["ledger", "reconcile", *args]).stores == 2
 
 
 def test_the_query_reader_finds_the_metric_names() -> None:
