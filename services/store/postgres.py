@@ -20,6 +20,7 @@ from eventsourcing.utils import get_topic, retry
 from psycopg import sql
 from psycopg.rows import tuple_row
 
+from .binary_arrays import bytea_array, int8_array, text_array
 from .codec import MsgspecMapper, NullTranscoder
 from .port import (
     Batch,
@@ -194,6 +195,8 @@ class PostgresEventStore:
             "AND originator_version > w.after ORDER BY originator_version OFFSET 0) AS e"
         ).format(sql.Identifier(schema, table))
 
+    _append_query: bytes | None = None     # the append statement as sent (rendered on first use)
+
     def append(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
         check_batch(batch)
         check_snapshots(snapshots)
@@ -227,9 +230,14 @@ class PostgresEventStore:
             [s.stream_id for s in snapshots], [s.version for s in snapshots],
             [s.format for s in snapshots], [s.state for s in snapshots],
         )
+        params = (text_array(ids), int8_array(versions), text_array(topics), bytea_array(states),
+                  self._lock_timeout, text_array(snapshot_columns[0]), int8_array(snapshot_columns[1]),
+                  text_array(snapshot_columns[2]), bytea_array(snapshot_columns[3]))
         with self.datastore.get_connection() as conn:
-            conn.execute(self._append_statement,
-                         (ids, versions, topics, states, self._lock_timeout, *snapshot_columns), prepare=True)
+            query = self._append_query
+            if query is None:   # rendered once, not at every call
+                query = self._append_query = self._append_statement.as_bytes(conn)
+            conn.execute(query, params, prepare=True)
 
     def _create_snapshots_table(self, database_url: str) -> None:
         """``{schema}.{table}_snapshots``: one row per stream, its latest snapshot (not
