@@ -80,7 +80,7 @@ async def _play(row: Row, nats_url: str, database_url: str, nats: EmbeddedNats, 
         floor = TableClient(floor_nc, "operator", FLOOR)
         deadline = time.monotonic() + OPEN_WITHIN
         for done, plan in enumerate(plans):
-            progress.phase(f"opening tables {done}/{len(plans)}")
+            progress.phase(f"opening tables {done}/{len(plans)}", step=done > 0)
             await open_table(floor, plan, deadline)
             plan.reused = True              # the bots' room waits for it to answer, does not open it again
         if options.idle:

@@ -40,11 +40,12 @@ class RowProgress:
         if self._bar is not None:
             self._bar.stop()
 
-    def phase(self, what: str, total: float | None = None) -> None:
-        """A new phase of the row (``total``: its seconds, for the bar)."""
+    def phase(self, what: str, total: float | None = None, *, step: bool = False) -> None:
+        """A new phase of the row (``total``: its seconds, for the bar); ``step``: a step
+        within the phase before, drawn on a terminal only (no line for each table)."""
         if self._bar is not None and self._task is not None:
             self._bar.update(self._task, description=f"{self.title}: {what}", total=total, completed=0)
-        else:
+        elif not step:
             self.console.print(f"{self.title}: {what}", highlight=False, markup=False)
 
     async def wait(self, what: str, seconds: float, count: Callable[[], int] | None = None) -> None:
