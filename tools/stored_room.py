@@ -10,6 +10,7 @@ from typing import Any
 
 from studroom.domain.account import stream_id as account_stream
 from studroom.domain.simulate import simulated_room
+from studroom.services.store.inspect import store_url
 from studroom.services.store.layout import store_of_table
 from studroom.services.store.postgres import PostgresEventStore
 
@@ -18,7 +19,7 @@ class _Appender:
     """Appends to the stores, one transaction per store for many streams."""
 
     def __init__(self, database_url: str, schemas: Sequence[str]) -> None:
-        self.stores = [PostgresEventStore(database_url, schema=s) for s in schemas]
+        self.stores = [PostgresEventStore(store_url(database_url, s), schema=s) for s in schemas]
         self.versions: dict[tuple[int, str], int] = {}
         self.pending: dict[int, list[tuple[str, int, list[Any]]]] = {}
 

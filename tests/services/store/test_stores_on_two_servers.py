@@ -14,21 +14,27 @@ deck (R32).  A process told another server for a store than the one recorded ref
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
 import pytest
 from studroom.domain.events import HandEnded
 from studroom.domain.hands import spans
+from studroom.projections.history.projector import Projector as HistoryProjector
 from studroom.projections.ledger.cut import book_to_cut
 from studroom.projections.ledger.reconcile import reconcile
 from studroom.projections.ledger.sources import all_sources
 from studroom.services.disputes.checks import check_hand
 from studroom.services.disputes.stored_events import table_stream
+from studroom.services.disputes.stored_verify import jobs, verify_stored
+from studroom.services.disputes.verify import Period
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan, table_config
 from studroom.services.runtime.processes.supervisor import Services, child_env
@@ -40,9 +46,18 @@ from studroom.services.store.layout import LayoutMismatch, check_recorded_layout
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 STORES = 2
-TABLES_PER_STORE = 2
+TABLES_PER_STORE = 1
 SEATS = 3
-HANDS = 6
+HANDS = 3
+
+
+@contextlib.contextmanager
+def _started(second: EmbeddedPostgres, nats: EmbeddedNats) -> Iterator[tuple[EmbeddedPostgres, EmbeddedNats]]:
+    """Both servers, started side by side (the second PostgreSQL's initdb is most of the wait)."""
+    with contextlib.ExitStack() as stack, ThreadPoolExecutor(2) as pool:
+        for server in pool.map(lambda s: s.start(), (second, nats)):
+            stack.callback(server.stop)
+        yield second, nats
 
 
 def _tables(name: str) -> list[str]:
@@ -63,8 +78,10 @@ def test_a_room_plays_reconciles_and_replays_with_a_store_on_each_of_two_servers
     name = f"two{uuid.uuid4().hex[:6]}"
     prefix = f"{name}_p"
     folder = Path(tempfile.mkdtemp(prefix="studroom-it-two-"))
+    t0 = time.monotonic()
     try:
-        with EmbeddedPostgres(private_dir) as second, EmbeddedNats(folder) as nats:
+        with _started(EmbeddedPostgres(private_dir), EmbeddedNats(folder)) as (second, nats):
+            phases = {"servers": time.monotonic() - t0}
             elsewhere = {1: second.url}
             where = check_recorded_layout(database_url, STORES, prefix, urls=elsewhere)
             assert (where.url(0), where.url(1)) == (database_url, second.url)
@@ -76,12 +93,17 @@ def test_a_room_plays_reconciles_and_replays_with_a_store_on_each_of_two_servers
             services.start()
             try:
                 tables = _tables(name)
+                phases["services"] = time.monotonic() - t0
                 asyncio.run(_play(nats, tables))
+                phases["played"] = time.monotonic() - t0
                 assert not services.dead(), services.dead()
             finally:
                 problems = services.stop()
             assert not problems, problems
+            phases["stopped"] = time.monotonic() - t0
             _check(database_url, second.url, prefix, tables)
+            phases["checked"] = time.monotonic() - t0
+            print("two servers, seconds since the start: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -120,6 +142,20 @@ def _check(database_url: str, second_url: str, prefix: str, tables: list[str]) -
     books = reconcile(database_url, sources, ledger_schema=f"{prefix}ledger", cut=cut)
     assert books.clean, [f"{d.check}: {d.event or d.table}: {d.what}" for d in books.differences[:5]]
     assert books.hands > 0
+
+    histories = HistoryProjector(database_url, store_prefix=prefix, history_schema=f"{prefix}history")
+    try:
+        assert histories.catch_up() > 0
+    finally:
+        histories.close()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        work = jobs(conn, prefix=prefix)
+        dealt = dict(conn.execute(f"SELECT table_id, count(DISTINCT hand_no) FROM {prefix}history.hands "
+                                  "GROUP BY table_id").fetchall())
+    assert {job.schema for job in work} == set(schemas)
+    assert all(dealt.get(t) for t in tables), f"the histories hold hands of both servers' tables: {dealt}"
+    verdicts = list(verify_stored(database_url, work, Period(None, None), {}))
+    assert all(v.hands and not v.different for v in verdicts), verdicts
 
     remote = next(t for t in tables if store_of_table(t, STORES) == 1)
     stream = table_stream(database_url, remote, prefix)
