@@ -22,6 +22,8 @@ from studroom.services.runtime.observability.metrics import log_fields
 from studroom.services.runtime.settings import Settings
 from studroom.services.wire.subjects import LEASE_BUCKET
 
+from .ordering import EVERY
+
 if TYPE_CHECKING:
     from .service import LobbyService, LobbyStats
 
@@ -36,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "needs its own (default: the host name)")
     parser.add_argument("--replicas", type=int_range(1, MAX_REPLICAS), default=1,
                         help="replicas of the lobby's bucket when created (production: 3)")
+    parser.add_argument("--write-every-ms", type=int_range(0, 1000), default=int(EVERY * 1000),
+                        help="a table's entry is written at most once in this many ms, with every event that "
+                             "came meanwhile (default %(default)s; 0: a write per batch, as before issue 20)")
     parser.add_argument("--lease-bucket", default=LEASE_BUCKET, help=argparse.SUPPRESS)   # the table services'
 
 
@@ -50,12 +55,12 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     observer.add(lobby_metrics(stats))
     observer.poll(lobby_lag(observer, instance_id))
     await serve_lobby(settings, instance_id=instance_id, replicas=args.replicas, stop=stop, stats=stats,
-                      lease_bucket=args.lease_bucket, on_ready=lambda service: observer.responder(service.door))
+                      lease_bucket=args.lease_bucket, every=args.write_every_ms / 1000, on_ready=lambda service: observer.responder(service.door))
 
 
 async def serve_lobby(settings: Settings, *, instance_id: str | None = None, replicas: int = 1,
                       stop: asyncio.Event | None = None, stats: LobbyStats | None = None,
-                      lease_bucket: str = LEASE_BUCKET,
+                      lease_bucket: str = LEASE_BUCKET, every: float = EVERY,
                       on_ready: Callable[[LobbyService], object] | None = None) -> LobbyStats:
     """Run one lobby instance until ``stop`` is set (forever if None); its counters.
     ``on_ready(service)`` is called once it is set up.  ``lease_bucket``: the table
@@ -90,7 +95,7 @@ async def serve_lobby(settings: Settings, *, instance_id: str | None = None, rep
                                              reconnect_time_wait=0.25)
         opened.push_async_callback(process.drain, door_nc)
         made = LobbyService(nc, instance_id=instance_id, replicas=replicas, stats=stats, door_nc=door_nc,
-                            leases=Leases(lease_bucket))
+                            leases=Leases(lease_bucket), every=every)
         return made if await made.setup(stop) else None
 
     async with contextlib.AsyncExitStack() as exits:

@@ -20,6 +20,8 @@ from studroom.services.wire import declared, subjects
 from studroom.services.wire.pull import shared_consumer
 from studroom.services.wire.subjects import LOBBY_BUCKET
 
+from .projection import public_subjects
+
 CONSUMER_PREFIX: Final = "studroom_lobby_"   # + instance id: its consumer of STUDROOM_PUBLIC
 UNUSED_FOR: Final = 7 * 24 * 3600.0          # seconds: the public stream's retention (relay)
 MAX_ENTRY: Final = 32 * 1024                 # bytes of one entry: 8 seats, a hand, the hour take 2.5 kB, 5 kB
@@ -37,7 +39,7 @@ def consumer_config(instance_id: str, ack_wait: float = 3.0) -> ConsumerConfig:
     after ``UNUSED_FOR`` without a client.  A short ``ack_wait``: the messages a killed
     instance held come again soon (the events after them wait for them), and a message
     delivered twice changes nothing (its version is in the entry)."""
-    config = shared_consumer(consumer_name(instance_id), subjects.all_public_events(), ack_wait,
+    config = shared_consumer(consumer_name(instance_id), public_subjects(), ack_wait,
                              "studroom lobby: public events -> KV bucket studroom_lobby")
     return dataclasses.replace(config, inactive_threshold=UNUSED_FOR)
 

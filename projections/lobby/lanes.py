@@ -33,12 +33,12 @@ from studroom.services.wire.pull import retry_later
 
 from .entry import LobbyEntry, decode, encode
 from .mirror import Mirror
-from .ordering import Place, place
+from .ordering import EVERY, Place, place
 from .ownership import own_entry
 from .projection import NotOpened, apply, from_view
 from .stream import PublicStream, version_of
 
-__all__ = ["Item", "LaneStats", "Lanes", "item_of"]
+__all__ = ["EVERY", "Item", "LaneStats", "Lanes", "item_of"]
 
 log = logging.getLogger("studroom.lobby")
 
@@ -102,8 +102,10 @@ class Folded:
 
 
 class Lanes:
-    def __init__(self, js: Any, kv: Any, view_of: ViewOf, mirror: Mirror, stats: LaneStats | None = None) -> None:
+    def __init__(self, js: Any, kv: Any, view_of: ViewOf, mirror: Mirror, stats: LaneStats | None = None,
+                 every: float = EVERY) -> None:
         self.stream = PublicStream(js)
+        self.every = every                                    # seconds between two batches of a table
         self.kv = kv
         self.view_of = view_of
         self.mirror = mirror
@@ -112,6 +114,7 @@ class Lanes:
         self._written: dict[str, tuple[LobbyEntry, int]] = {}  # per table: the entry as written, its revision
         self._own: dict[str, bytes] = {}                      # per table: the last value this instance wrote
         self._recheck: set[str] = set()                       # tables whose value the mirror found damaged
+        self._began: dict[str, float] = {}                    # per table: when its last batch began (monotonic)
         self._tasks: set[asyncio.Task[None]] = set()
         mirror.damaged = self.heal
 
@@ -143,7 +146,9 @@ class Lanes:
 
     async def _drain(self, table_id: str) -> None:
         try:
-            while (batch := self._queues[table_id]) or table_id in self._recheck:
+            while self._queues[table_id] or table_id in self._recheck:
+                await self._pace(table_id)            # what arrives meanwhile joins this batch
+                batch = self._queues[table_id]
                 if table_id in self._recheck:         # the bucket's value, not what this instance wrote
                     self._recheck.discard(table_id)
                     self._written.pop(table_id, None)
@@ -154,6 +159,16 @@ class Lanes:
                     _release(batch)
         finally:
             _release(self._queues.pop(table_id))
+
+    async def _pace(self, table_id: str) -> None:
+        """Wait until ``every`` seconds have passed since the table's last batch began: the
+        first event after a quiet spell is written at once, the others at most once an
+        interval, all that came meanwhile in one write (docs/design/lobby.md, "Cost")."""
+        now = time.monotonic()
+        wait = self._began.get(table_id, now - self.every) + self.every - now
+        if wait > 0:
+            await asyncio.sleep(wait)
+        self._began[table_id] = time.monotonic()
 
     async def _settle(self, table_id: str, batch: list[Item]) -> None:
         """Apply, write and acknowledge ``batch``, or give it back for redelivery."""

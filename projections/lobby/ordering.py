@@ -13,6 +13,10 @@ docs/design/lobby.md).
 from __future__ import annotations
 
 from enum import Enum
+from typing import Final
+
+EVERY: Final = 0.25     # seconds: a table's entry is written at most once in this (lanes.py; the lag
+                        # goal is 1 s: docs/design/lobby.md, "Cost")
 
 
 class Place(Enum):

@@ -33,6 +33,7 @@ from studroom.domain.events import (
     PotAwarded,
     RoundEnded,
     RoundStarted,
+    SeatOffered,
     ShowdownStarted,
     TableOpened,
     TimedOut,
@@ -41,6 +42,7 @@ from studroom.domain.events import (
 from studroom.domain.games import GAMES
 from studroom.domain.views import PlayerInHand, TableView
 from studroom.domain.hand_names import high_name, low_name
+from studroom.services.wire import subjects
 
 from .activity import count_hand, count_timeout, figures
 from .entry import (
@@ -325,10 +327,6 @@ def _hand_ended(entry: LobbyEntry, e: HandEnded, at_ms: int) -> None:
         count_hand(entry.activity, at_ms, hand.pot, hand.dealt, hand.saw_fourth)
 
 
-def _pause(entry: LobbyEntry, e: PauseStarted | PauseEnded, at_ms: int) -> None:
-    """The pause before the next hand: nothing the lobby shows."""
-
-
 def _unknown(entry: LobbyEntry, e: Event, at_ms: int) -> None:
     """An event type the lobby shows nothing of (a newer domain's): only its version
     counts, so the lobby keeps going."""
@@ -340,5 +338,24 @@ _APPLY: Final[dict[type[Event], Callable[[LobbyEntry, Any, int], None]]] = TABLE
     LastCardsExposed: _last_cards_exposed, RoundStarted: _round_started, TurnStarted: _turn_started,
     Acted: _acted, TimedOut: _timed_out, Announced: _announced, RoundEnded: _round_ended,
     ShowdownStarted: _showdown_started, HandShown: _shown, HandMucked: _mucked, PotAwarded: _pot_awarded,
-    HandEnded: _hand_ended, PauseStarted: _pause, PauseEnded: _pause,
+    HandEnded: _hand_ended,
 }
+
+UNREAD: Final[frozenset[type[Event]]] = frozenset({PauseStarted, PauseEnded, SeatOffered})
+"""The table's event types the fold reads nothing of (the pause before a hand, a seat
+offered from the waiting list): each changes only the entry's version.  The lobby's
+consumer still receives them (:func:`public_subjects`): they are about 2 of a hand's
+40-odd events, and leaving them out would turn every hand's pause into a version gap,
+read back from the stream at more cost than receiving them (docs/design/lobby.md,
+"Cost")."""
+
+READ: Final[frozenset[type[Event]]] = frozenset(_APPLY) | {TableOpened}
+"""What the fold reads: every event type the domain has but :data:`UNREAD`
+(tests/projections/lobby/test_lobby_projection.py proves the two cover the domain)."""
+
+
+def public_subjects() -> str:
+    """What the lobby's consumer receives of the public stream: every type, because
+    what it could leave out (:data:`UNREAD`) is too rare to pay for (above).  Were it
+    to filter, the filter would be derived here from :data:`READ`, next to the fold."""
+    return subjects.all_public_events()

@@ -31,7 +31,7 @@ from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
 from studroom.services.wire.pull import PullLoop, stamp_ms
 
 from .jetstream import consumer_config, consumer_name, ensure_bucket
-from .lanes import Lanes, LaneStats, item_of
+from .lanes import EVERY, Lanes, LaneStats, item_of
 from .leases import Leases
 from .mirror import Mirror
 from .queries import answer
@@ -70,8 +70,9 @@ class LobbyService:
 
     def __init__(self, nc: Any, *, instance_id: str | None = None, replicas: int = 1,
                  max_inflight: int = 4096, stats: LobbyStats | None = None, door_nc: Any = None,
-                 leases: Leases | None = None) -> None:
+                 leases: Leases | None = None, every: float = EVERY) -> None:
         self.nc = nc
+        self.every = every                     # seconds: a table's entry written at most once in this
         self.door_nc = door_nc if door_nc is not None else nc     # queries in, answers out
         self.js = nc.jetstream()
         self.instance_id = instance_id or default_instance_id()
@@ -93,7 +94,7 @@ class LobbyService:
         if not await wait_for_stream(self.js, subjects.PUBLIC_STREAM, stop):
             return False
         await ensure_consumer(self.js, subjects.PUBLIC_STREAM, consumer_config(self.instance_id))
-        self.lanes = Lanes(self.js, self.kv, self._view_of, self.mirror, self.stats.lanes)
+        self.lanes = Lanes(self.js, self.kv, self._view_of, self.mirror, self.stats.lanes, self.every)
         return True
 
     async def run(self, stop: asyncio.Event) -> None:

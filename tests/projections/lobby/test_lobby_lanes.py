@@ -342,3 +342,30 @@ def test_a_message_read_back_has_the_time_its_delivery_had() -> None:
         seconds, fraction = divmod(ns, 1_000_000_000)
         text = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
         assert stored_ms(f"{text}.{fraction:09d}".rstrip("0").rstrip(".") + "Z") == stamp_ms(msg), ns
+
+
+def test_a_table_s_entry_is_written_at_most_once_an_interval_and_the_first_event_at_once() -> None:
+    """Issue 20: events that come one by one are written together, at most once in the
+    lanes' interval; the first after a quiet spell is not kept waiting."""
+    setup = Setup(played(hands=2))
+    setup.lanes.every = 0.2
+    msgs = sorted(setup.stream.messages.values(), key=lambda m: m.seq)
+
+    async def main() -> tuple[float, float]:
+        started = asyncio.get_running_loop().time()
+        await setup.deliver(msgs[:1])
+        first = asyncio.get_running_loop().time() - started
+        tasks = []
+        for m in msgs[1:]:                                        # a steady trickle, 3 ms apart
+            placed = item_of(m, stored_at(m.seq))
+            assert placed is not None
+            tasks.append(asyncio.create_task(setup.lanes.take(*placed)))
+            await asyncio.sleep(0.003)
+        await asyncio.gather(*tasks)
+        return first, asyncio.get_running_loop().time() - started
+
+    first, took = asyncio.run(main())
+    assert first < 0.1                                            # the first: at once
+    assert 2 <= setup.bucket.writes <= 2 + took / 0.2             # the rest: once an interval at most
+    assert all(m.acked and not m.naks for m in msgs)
+    assert setup.bucket.entry() == entry_of(setup.events)

@@ -1,0 +1,55 @@
+"""What the lobby receives of the public stream and what its fold reads come from one
+place (projections/lobby/projection.py, ``READ`` and ``UNREAD`` beside the fold): every
+event type of the domain is one or the other, the consumer's filter lets every type
+the fold reads through, and a type it does not read changes only the entry's version
+(issue 20; docs/design/lobby.md, "Cost")."""
+
+from __future__ import annotations
+
+from lobby_tables import T0, entry_of, played
+from studroom.domain.events import Event, PauseEnded, PauseStarted, SeatOffered
+from studroom.projections.lobby.jetstream import consumer_config
+from studroom.projections.lobby.projection import READ, UNREAD, apply
+from studroom.services.wire import subjects
+
+
+def _every_event_type(kind: type[Event] = Event) -> set[type[Event]]:
+    found = set()
+    for sub in kind.__subclasses__():
+        found |= {sub} | _every_event_type(sub)
+    return found
+
+
+def _matches(pattern: str, subject: str) -> bool:
+    """A subject filter with ``*`` and ``>`` tokens, as the server applies it."""
+    wanted, got = pattern.split("."), subject.split(".")
+    for i, w in enumerate(wanted):
+        if w == ">":
+            return len(got) > i
+        if i >= len(got) or w not in ("*", got[i]):
+            return False
+    return len(wanted) == len(got)
+
+
+def test_every_event_type_is_read_by_the_fold_or_named_unread_never_both() -> None:
+    assert READ | UNREAD == _every_event_type()
+    assert not READ & UNREAD
+
+
+def test_the_lobby_s_consumer_receives_every_type_the_fold_reads() -> None:
+    config = consumer_config("t")
+    filters = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
+    for kind in READ:
+        assert any(_matches(f, subjects.public_event("t01", kind.__name__)) for f in filters), kind
+
+
+def test_a_type_the_fold_does_not_read_changes_only_the_version() -> None:
+    events = played(hands=1)
+    entry = entry_of(events)
+    for n, event in enumerate([PauseStarted(turn=9, deadline_ms=T0, pause_ms=0), PauseEnded(turn=9),
+                               SeatOffered(player="p9", seat=5, until_ms=T0)], start=1):
+        before = entry_of(events)
+        after = apply(entry, event, before.version + n, before.seq + n, before.updated_ms)
+        assert (after.version, after.seq) == (before.version + n, before.seq + n)
+        after.version, after.seq = before.version, before.seq
+        assert after == before
