@@ -35,7 +35,7 @@ from .entry import LobbyEntry, decode, encode
 from .mirror import Mirror
 from .ordering import EVERY, Place, place
 from .ownership import own_entry
-from .projection import NotOpened, apply, from_view
+from .projection import NotOpened, apply, from_view, refigure
 from .stream import PublicStream, version_of
 
 __all__ = ["EVERY", "Item", "LaneStats", "Lanes", "item_of"]
@@ -239,6 +239,7 @@ class Lanes:
     async def _write(self, table_id: str, entry: LobbyEntry | None, revision: int | None) -> bool:
         """Compare-and-set; False when another instance wrote since ``revision``."""
         assert entry is not None
+        refigure(entry)                               # once a write, not once an event
         data = encode(entry)
         try:
             if revision is None:
@@ -310,7 +311,7 @@ class Lanes:
                 break
             try:
                 folded.entry = apply(folded.entry, _event_decoder.decode(stored.data), stored.version, stored.seq,
-                                     stored.at_ms)
+                                     stored.at_ms, figured=False)
             except (msgspec.DecodeError, msgspec.ValidationError, NotOpened):
                 break
             applied += 1
@@ -324,7 +325,7 @@ class Lanes:
         if not resync:
             try:
                 folded.entry = apply(folded.entry, _event_decoder.decode(item.data), item.version, item.seq,
-                                     item.at_ms)
+                                     item.at_ms, figured=False)
             except (msgspec.DecodeError, msgspec.ValidationError, NotOpened) as e:
                 log.warning("lobby: %s version %d cannot be applied (%s): the table's view instead",
                             table_id, item.version, e)

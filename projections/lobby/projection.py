@@ -67,17 +67,25 @@ class NotOpened(Exception):
     """An event of a table the entry does not know yet (no ``TableOpened`` before it)."""
 
 
-def apply(entry: LobbyEntry | None, event: Event, version: int, seq: int, at_ms: int) -> LobbyEntry:
+def apply(entry: LobbyEntry | None, event: Event, version: int, seq: int, at_ms: int, *,
+          figured: bool = True) -> LobbyEntry:
     """``entry`` with ``event`` (the table's ``version``, stored at ``seq`` of the public
-    stream at ``at_ms``) applied: changed in place, or new for ``TableOpened``."""
+    stream at ``at_ms``) applied: changed in place, or new for ``TableOpened``.  Its
+    figures as of the event, unless not ``figured`` (the lanes fold a batch, then
+    :func:`refigure` once before the write)."""
     if isinstance(event, TableOpened):
         entry = opened(event)
     elif entry is None:
         raise NotOpened(f"{type(event).__name__} (version {version}) before the table was opened")
     else:
         _APPLY.get(type(event), _unknown)(entry, event, at_ms)
-    _stamp(entry, version, seq, at_ms)
+    _stamp(entry, version, seq, at_ms, figured)
     return entry
+
+
+def refigure(entry: LobbyEntry) -> None:
+    """The entry's figures as of its last event (what :func:`apply` gives each event)."""
+    entry.figures = figures(entry, entry.updated_ms)
 
 
 def from_view(view: TableView, previous: LobbyEntry | None, seq: int, at_ms: int) -> LobbyEntry:
@@ -101,9 +109,10 @@ def from_view(view: TableView, previous: LobbyEntry | None, seq: int, at_ms: int
     return entry
 
 
-def _stamp(entry: LobbyEntry, version: int, seq: int, at_ms: int) -> None:
+def _stamp(entry: LobbyEntry, version: int, seq: int, at_ms: int, figured: bool = True) -> None:
     entry.version, entry.seq, entry.updated_ms = version, seq, max(at_ms, entry.updated_ms)
-    entry.figures = figures(entry, entry.updated_ms)
+    if figured:
+        refigure(entry)
 
 
 @cache
