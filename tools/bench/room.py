@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import os
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from typing import IO, Any
 import psycopg
 from psycopg import sql
 
+from studroom import domain
 from studroom.services.client.table import TableClient
 from studroom.services.room.bots import FLOOR, Room, open_table
 from studroom.services.room.plans import MAX_BOTS_PER_TABLE, TablePlan, plan_tables, table_ids
@@ -161,6 +163,8 @@ def bench(options: Options, out: IO[str] = sys.stdout) -> list[Row]:
                 f"{', '.join(map(str, options.layouts))}; authorization "
                 f"{' and '.join('on' if a else 'off' for a in options.auth)}; {options.bots_per_table} instant bots "
                 f"a table; {options.idle:g} s idle, {WARM_UP:g} s warm-up, {options.seconds:g} s measured a row")
+            say(f"this machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; "
+                f"the domain {'compiled' if domain.COMPILED else 'in pure Python (not compiled, or stale)'}")
             commit_rate = bare_commits_per_second(postgres.url, BASELINE_SECONDS)
             nats_rate = asyncio.run(bare_nats_round_trips(open_nats.url, BASELINE_SECONDS))
             say(f"baselines: bare commits {commit_rate:,.0f}/s, bare NATS round trips {nats_rate:,.0f}/s")
@@ -168,7 +172,8 @@ def bench(options: Options, out: IO[str] = sys.stdout) -> list[Row]:
                 with RowProgress(f"row {number}/{len(rows)}: {row.label}", out) as progress:
                     measure(row, postgres, temporary / f"row{number}", options, progress)
                 say(f"row {number}/{len(rows)}: {row.label}: {row.actions_per_s:,.0f} actions/s, "
-                    f"server CPU {row.server_ms:.2f} ms/action" + (" (problems)" if row.problems else ""))
+                    f"server CPU {row.server_ms:.2f} ms/action, load average {os.getloadavg()[0]:.1f}"
+                    + (" (problems)" if row.problems else ""))
             report(rows, commit_rate, nats_rate, out)
             return rows
     finally:
