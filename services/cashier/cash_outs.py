@@ -3,8 +3,8 @@ exactly once.
 
 The cashier follows the relay's public stream with a durable pull consumer that every
 instance shares (each message goes to one of them).  Of its events only ``PlayerLeft``
-matters (the relay's ``Studroom-Event`` header names the type, so the others are acked
-unread).  Each credits ``cashed_out`` to the player's account as ``CashedOut(table,
+matters: the consumer is filtered on it (``CASHED_EVENTS``, the one list the filter and
+the handler are made of), so the server sends the cashier nothing else.  Each credits ``cashed_out`` to the player's account as ``CashedOut(table,
 version)``; the account credits a ``PlayerLeft`` once (it keeps the versions it was
 credited for, per table), so a redelivery after a crash or a lost ack credits nothing.
 A message is acked only after its credit is stored.
@@ -18,15 +18,19 @@ from typing import Any, Final
 import msgspec
 from nats.js.api import ConsumerConfig
 
+from studroom.domain.events import PlayerLeft
+
 from ..store.port import VersionConflict
 from ..wire import subjects
-from ..wire.pull import retry_later, shared_consumer
+from ..wire.pull import public_events_filter, retry_later, shared_consumer
 from .account_store import Books
 from .saga import ATTEMPTS, now_ms
 
 log = logging.getLogger("studroom.cashier")
 
 CONSUMER: Final = "studroom_cashier"          # on STUDROOM_PUBLIC
+CASHED_EVENTS: Final = (PlayerLeft,)          # the public events a cash-out is made of
+_CASHED: Final = frozenset(kind.__name__ for kind in CASHED_EVENTS)
 
 
 class _Left(msgspec.Struct, frozen=True):
@@ -42,9 +46,10 @@ _decode_left = msgspec.json.Decoder(_Left).decode
 
 
 def consumer_config(durable: str = CONSUMER, ack_wait: float = 10.0) -> ConsumerConfig:
-    """Every public event from the first (a ``PlayerLeft`` is never missed), each
-    redelivered until acked."""
-    return shared_consumer(durable, subjects.all_public_events(), ack_wait,
+    """Every ``PlayerLeft`` from the first (none is ever missed), each redelivered until
+    acked; no other event.  A consumer of an older version (every public event) is
+    updated in place by ``ensure_consumer`` (a new filter keeps its position)."""
+    return shared_consumer(durable, public_events_filter(CASHED_EVENTS), ack_wait,
                            "studroom cashier: PlayerLeft -> cash-outs")
 
 
@@ -56,7 +61,7 @@ class CashOuts:
 
     async def on_public(self, msg: Any) -> None:
         headers = msg.headers or {}
-        if headers.get(subjects.EVENT_HEADER) != "PlayerLeft":
+        if headers.get(subjects.EVENT_HEADER) not in _CASHED:    # a consumer the server kept unfiltered
             await msg.ack()
             return
         try:

@@ -35,14 +35,17 @@ Source = str          # which path fired a timer: "wheel" (local) or "schedule" 
 FireDone = Callable[[TimerPayload, str, int | None, Source], None]
 
 
-class _Notice(msgspec.Struct, frozen=True):
-    """A turn set in one instance's wheel, for the others."""
+class Notice(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A turn set in one instance's wheel, for the others; ``seq``: its schedule's
+    sequence (0: not said, an older instance's notice), so the others know the
+    table's schedule subject without reading it."""
 
     instance: str
     turn: int
+    seq: int = 0
 
 
-_notice_decoder = msgspec.json.Decoder(_Notice)
+_notice_decoder = msgspec.json.Decoder(Notice)
 _encode = msgspec.json.Encoder().encode
 
 
@@ -134,18 +137,22 @@ class LocalWheel:
             return False
         return await asyncio.shield(local[1]) is not None
 
-    async def tell_others(self, table_id: str, turn: int) -> None:
+    async def tell_others(self, table_id: str, turn: int, seq: int = 0) -> None:
         """Tell the other instances the table's turn ``turn`` is set here."""
+        self.stats.notices += 1
         try:
-            await self.nc.publish(subjects.turn_notice(table_id), _encode(_Notice(self.instance_id, turn)))
+            await self.nc.publish(subjects.turn_notice(table_id), _encode(Notice(self.instance_id, turn, seq)))
         except nats.errors.Error:
             log.debug("turn notice of %s not sent (the other wheels' timer of it may fire: stale)", table_id)
 
-    async def on_notice(self, msg: Any) -> None:
-        """Another instance set a table's newer turn: our older timer of it is over."""
+    async def on_notice(self, msg: Any) -> tuple[str, Notice] | None:
+        """Another instance set a table's newer turn: our older timer of it is over.
+        The table and the notice (None: not one)."""
         try:
             notice = _notice_decoder.decode(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return
-        if notice.instance != self.instance_id and self.wheel.drop_older(msg.subject.rsplit(".", 1)[1], notice.turn):
+            return None
+        table_id = msg.subject.rsplit(".", 1)[1]
+        if notice.instance != self.instance_id and self.wheel.drop_older(table_id, notice.turn):
             self.stats.local_dropped += 1
+        return table_id, notice

@@ -17,6 +17,8 @@ def timer_metrics(stats: TimerStats) -> Collect:
         return [
             counter("timer_turns_seen", "TurnStarted events read", stats.turns_seen),
             counter("timer_scheduled", "timers scheduled", stats.scheduled),
+            counter("timer_schedule_reads", "schedule subjects read before a publish", stats.schedule_reads),
+            counter("timer_notices", "turn notices sent to the other instances", stats.notices),
             counter("timer_fired", "timers fired", stats.fired),
             counter("timer_timed_out", "timeouts the table accepted", stats.timed_out),
             counter("timer_stale", "timers the player beat (R20)", stats.stale),

@@ -31,6 +31,7 @@ import nats.js.errors
 from ..wire import subjects
 from ..wire.declared import wait_for_stream
 from ..wire.pull import PullLoop, retry_later, stamp_ms
+from .last_schedules import LastSchedules
 from .local_wheel import FireDone, LocalWheel, Source
 from .schedule import TimerPayload, decode_payload
 from .stats import TimerStats
@@ -80,6 +81,7 @@ class TimerService:
         self.timeouts = Timeouts(client if client is not None else table_client(nc), self.stats, request_timeout)
         self.local = LocalWheel(nc, self.instance_id, self.stats, time_out=self.timeouts.send, done=self._finish,
                                 clock=clock)
+        self.last = LastSchedules()                      # each table's schedule subject, as last known
         self._locks: dict[str, asyncio.Lock] = {}       # per table: one turn scheduled at a time
         self.loops: list[PullLoop] = []
 
@@ -108,7 +110,7 @@ class TimerService:
                 self.nc, subjects.PUBLIC_STREAM, TURNS_CONSUMER, self._on_public,
                 max_inflight=self.max_inflight,
                 recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, turns_consumer_config())))
-        notices = await self.nc.subscribe(subjects.all_turn_notices(), cb=self.local.on_notice) if turns else None
+        notices = await self.nc.subscribe(subjects.all_turn_notices(), cb=self._on_notice) if turns else None
         wheel = asyncio.create_task(self.local.run(stop))
         try:
             await asyncio.gather(*(loop.run(stop) for loop in self.loops))
@@ -129,7 +131,7 @@ class TimerService:
 
     async def _on_public(self, msg: Any) -> None:
         kind = msg.headers.get(subjects.EVENT_HEADER) if msg.headers else None
-        if kind is not None and kind not in WANTED_EVENTS:
+        if kind is not None and kind not in WANTED_EVENTS:      # a consumer the server kept unfiltered
             await msg.ack()
             return
         try:
@@ -163,12 +165,24 @@ class TimerService:
 
     async def _schedule(self, timer: TimerPayload) -> None:
         """The turn's schedule (durable) first, then the local wheel (precise)."""
-        if not await publish_schedule(self.js, timer):
+        try:
+            published = await publish_schedule(self.js, timer, self.last)
+        finally:
+            self.stats.schedule_reads = self.last.reads
+        if published is None:
             self.stats.superseded += 1
             return
         self.stats.scheduled += 1
         self.local.arm(timer)
-        await self.local.tell_others(timer.table_id, timer.turn)
+        if published.tell:
+            await self.local.tell_others(timer.table_id, timer.turn, published.seq)
+
+    async def _on_notice(self, msg: Any) -> None:
+        """Another instance set a table's turn: drop our older timer of it, and know
+        its schedule (the next publish needs no read)."""
+        heard = await self.local.on_notice(msg)
+        if heard is not None and heard[1].instance != self.instance_id:
+            self.last.heard(heard[0], heard[1].turn, heard[1].seq)
 
     # -- fired schedules: the backstop
 

@@ -2,9 +2,10 @@
 
 The relay's ``TurnStarted`` (and ``PauseStarted``, the pause before a hand, whose
 timer's kind is "pause") carries the turn and its deadline.  Its schedule is published
-by compare-and-set on the table's schedule subject: a turn not newer than the pending
-one is skipped (superseded: a redelivery, or another instance was first), a write by
-another instance meanwhile makes it look again.  docs/design/timer.md.
+by compare-and-set on the table's schedule subject, against what this instance knows
+of it (``last_schedules.py``: in memory, read once when it knows nothing): a turn not
+newer than the known one is skipped (superseded: a redelivery, or another instance was
+first), a write by another instance meanwhile makes it look again.  docs/design/timer.md.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ from typing import Any, Final
 import msgspec
 import nats.errors
 import nats.js.errors
+from studroom.domain.events import PauseStarted, TurnStarted
 
 from ..wire import subjects
+from .last_schedules import EMPTY, NO_TURN, Last, LastSchedules, actual_last
 from .schedule import TimerPayload, decode_payload, encode_payload, schedule_headers
 
-# The public events that start a timer, and the kind of a timer without one of its own.
-WANTED_EVENTS: Final = {"TurnStarted": "act", "PauseStarted": "pause"}
+# The public events that start a timer: the ONE list both the turns consumer's filter
+# (streams.py) and the handler (service.py) are made of; and the kind of a timer
+# whose event has none of its own.
+TIMED_EVENTS: Final = (TurnStarted, PauseStarted)
+WANTED_EVENTS: Final = {TurnStarted.__name__: "act", PauseStarted.__name__: "pause"}
 WRONG_LAST_SEQUENCE: Final = 10071           # JetStream API error code
 PUBLISH_ATTEMPTS: Final = 10                 # compare-and-set rounds before a redelivery
 
@@ -45,30 +51,52 @@ def timer_of(table_id: str, head: TurnHead) -> TimerPayload | None:
                         kind=head.kind or WANTED_EVENTS[head.type])
 
 
-async def publish_schedule(js: Any, timer: TimerPayload) -> bool:
-    """Publish the table's schedule unless one of this turn or a newer one is pending
-    (False: superseded); raises ``nats.errors.TimeoutError`` after
+class Published(msgspec.Struct, frozen=True):
+    """A schedule stored; ``tell``: another instance may hold an older timer of the
+    table in its wheel (the last schedule before this one was not this instance's)."""
+
+    seq: int
+    tell: bool
+
+
+async def publish_schedule(js: Any, timer: TimerPayload, known: LastSchedules) -> Published | None:
+    """Publish the table's schedule unless one of this turn or a newer one is known
+    (None: superseded); raises ``nats.errors.TimeoutError`` after
     ``PUBLISH_ATTEMPTS`` lost races (the event is redelivered)."""
-    subject = subjects.timer_schedule(timer.table_id)
+    table_id = timer.table_id
+    subject = subjects.timer_schedule(table_id)
     payload = encode_payload(timer)
+    last = known.get(table_id)
     for _ in range(PUBLISH_ATTEMPTS):
+        if last is None:
+            known.reads += 1
+            last = await read_last(js, subject)
+        if last.turn >= timer.turn:
+            known.put(table_id, last)
+            return None
         try:
-            pending = await js.get_last_msg(subjects.TIMER_STREAM, subject, direct=True)
-        except nats.js.errors.NotFoundError:
-            pending = None
-        expected = 0
-        if pending is not None:
-            try:
-                if decode_payload(pending.data).turn >= timer.turn:
-                    return False
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                pass                               # not ours: replace it
-            expected = pending.seq
-        try:
-            await js.publish(subject, payload, headers=schedule_headers(timer.table_id, timer.deadline_ms, expected))
+            ack = await js.publish(subject, payload, headers=schedule_headers(table_id, timer.deadline_ms, last.seq))
         except nats.js.errors.APIError as e:
-            if e.err_code == WRONG_LAST_SEQUENCE:
-                continue                          # someone wrote meanwhile: look again
-            raise
-        return True
+            if e.err_code != WRONG_LAST_SEQUENCE:
+                raise
+            known.forget(table_id)
+            # someone wrote meanwhile (look again), or the schedule fired and left the
+            # subject empty (the server says 0: publish on it at once)
+            last = EMPTY if actual_last(e.description) == 0 else None
+            continue
+        known.put(table_id, Last(turn=timer.turn, seq=ack.seq, ours=True))
+        return Published(seq=ack.seq, tell=not last.ours)
     raise nats.errors.TimeoutError  # pragma: no cover (ten lost races: retry later)
+
+
+async def read_last(js: Any, subject: str) -> Last:
+    """The subject's pending schedule as stored now (a direct get)."""
+    try:
+        pending = await js.get_last_msg(subjects.TIMER_STREAM, subject, direct=True)
+    except nats.js.errors.NotFoundError:
+        return EMPTY
+    try:
+        turn = decode_payload(pending.data).turn
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        turn = NO_TURN                             # not ours: replace it
+    return Last(turn=turn, seq=pending.seq)

@@ -15,14 +15,14 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .dead_letters import DeadLetters, Undelivered
-from .subjects import consumer_next
+from .subjects import consumer_next, public_events_of
 
 log = logging.getLogger("studroom.pull")
 
@@ -57,14 +57,21 @@ async def retry_later(msg: Any) -> None:
         await msg.nak(delay=backoff(delivered(msg)))
 
 
-def shared_consumer(durable: str, filter_subject: str, ack_wait: float, description: str) -> ConsumerConfig:
+def shared_consumer(durable: str, filter_subject: str | Sequence[str], ack_wait: float,
+                    description: str) -> ConsumerConfig:
     """A durable pull consumer every instance fetches from, from the stream's first
     message: each message goes to one of them, and is redelivered (never dropped) if it
-    is not acknowledged in time."""
+    is not acknowledged in time.  ``filter_subject``: one subject, or a list of them
+    (the server sends only what matches one; NATS 2.10+), e.g. :func:`public_events_filter`.
+    Acks stay explicit, one a message: several instances share the consumer, and an
+    "ack all" of one would acknowledge the messages another is still handling
+    (docs/design/timer.md, "Acks")."""
+    several = not isinstance(filter_subject, str)
     return ConsumerConfig(
         durable_name=durable,
         description=description,
-        filter_subject=filter_subject,
+        filter_subject=None if several else filter_subject,
+        filter_subjects=list(filter_subject) if several else None,
         deliver_policy=DeliverPolicy.ALL,
         ack_policy=AckPolicy.EXPLICIT,
         ack_wait=ack_wait,
@@ -72,6 +79,12 @@ def shared_consumer(durable: str, filter_subject: str, ack_wait: float, descript
         max_ack_pending=20_000,
         max_waiting=512,
     )
+
+
+def public_events_filter(event_types: Iterable[type]) -> list[str]:
+    """The public subjects of these event types at every table, a filtered consumer's
+    ``filter_subjects``: the server never sends the consumer another kind."""
+    return [public_events_of(kind.__name__) for kind in event_types]
 
 
 def stamp_ms(msg: Any) -> int | None:

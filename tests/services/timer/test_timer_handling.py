@@ -57,26 +57,34 @@ class FakeJetStream:
     def __init__(self, lose_races: int = 0) -> None:
         self.last: dict[str, tuple[int, bytes]] = {}
         self.published: list[tuple[str, bytes, dict[str, str]]] = []
+        self.reads = 0
         self.seq = 0
         self.lose_races = lose_races
 
     async def get_last_msg(self, stream: str, subject: str, direct: bool = False) -> Any:
         assert stream == subjects.TIMER_STREAM and direct
+        self.reads += 1
         if subject not in self.last:
             raise nats.js.errors.NotFoundError
         seq, data = self.last[subject]
         return SimpleNamespace(seq=seq, data=data)
 
-    async def publish(self, subject: str, payload: bytes, headers: dict[str, str]) -> None:
+    async def publish(self, subject: str, payload: bytes, headers: dict[str, str]) -> Any:
         expected = int(headers[EXPECTED_LAST_SUBJECT_SEQUENCE])
         if self.lose_races:
             self.lose_races -= 1
             self._store(subject, encode_payload(TimerPayload(table_id="other", turn=0, deadline_ms=0)))
             raise nats.js.errors.APIError(err_code=WRONG_LAST_SEQUENCE)
-        if self.last.get(subject, (0, b""))[0] != expected:
-            raise nats.js.errors.APIError(err_code=WRONG_LAST_SEQUENCE)
+        actual = self.last.get(subject, (0, b""))[0]
+        if actual != expected:          # as the server says it
+            raise nats.js.errors.APIError(err_code=WRONG_LAST_SEQUENCE, description=f"wrong last sequence: {actual}")
         self.published.append((subject, payload, headers))
         self._store(subject, payload)
+        return SimpleNamespace(stream=subjects.TIMER_STREAM, seq=self.seq)
+
+    def fire(self, subject: str) -> None:
+        """The server fired the subject's schedule: it leaves the stream."""
+        del self.last[subject]
 
     def _store(self, subject: str, payload: bytes) -> None:
         self.seq += 1
