@@ -106,6 +106,15 @@ def share_of_a_core(cpu: Mapping[str, float], seconds: float) -> dict[str, float
     return per
 
 
+def less_idle_ms(cpu: Mapping[str, float], actions: int, seconds: float,
+                 idle_cpu: Mapping[str, float], idle_seconds: float) -> float:
+    """The server side's CPU ms per action beyond what the same room costs idle over
+    as many seconds (NaN: no action or no idle measurement)."""
+    if not actions or not idle_seconds:
+        return float("nan")
+    return (server_side(cpu) - server_side(idle_cpu) / idle_seconds * seconds) * 1000 / actions
+
+
 def machine_busy(stat: Path = Path("/proc/stat")) -> float:
     """CPU seconds the whole machine was busy (every CPU, every process), since boot:
     the first line of ``/proc/stat`` less idle and iowait."""

@@ -62,6 +62,10 @@ def test_ms_per_action_and_the_server_side_total_leave_the_bots_out() -> None:
     assert math.isnan(room_cpu.ms_per_action({"table": 1.0}, actions=0)["server side"])
     idle = room_cpu.share_of_a_core({"timer": 1.5, "lobby": 0.5, BOTS: 3.0}, seconds=10.0)
     assert idle["server side"] == pytest.approx(0.2)
+    # 10 s of play, 1,000 actions, 3 s of server CPU; idle, the server side uses 0.1 core
+    assert room_cpu.less_idle_ms({"table": 3.0, BOTS: 9.0}, 1000, 10.0, {"table": 1.5, BOTS: 1.0}, 15.0) \
+        == pytest.approx(2.0)
+    assert math.isnan(room_cpu.less_idle_ms({"table": 3.0}, 1000, 10.0, {}, 0.0))
 
 
 def test_a_child_is_counted_while_it_lives_and_after_it_is_reaped() -> None:

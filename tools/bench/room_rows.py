@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from studroom.services.runtime.text import rate, table
-from studroom.tools.room_cpu import BOTS, PARTS, ms_per_action, share_of_a_core
+from studroom.tools.room_cpu import BOTS, PARTS, less_idle_ms, ms_per_action, share_of_a_core
 
 GOAL_CPU_MS = 1.0            # issue 20: server CPU per action at 16 tables
 GOAL_P99_MS = 20.0
@@ -63,6 +63,11 @@ class Row:
     def server_ms(self) -> float:
         return ms_per_action(self.cpu, self.actions)["server side"]
 
+    @property
+    def server_ms_less_idle(self) -> float:
+        """The server side's CPU per action beyond what the same room costs idle (NaN: no idle row)."""
+        return less_idle_ms(self.cpu, self.actions, self.seconds, self.idle_cpu, self.idle_seconds)
+
 
 def _f2(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.2f}"
@@ -98,15 +103,16 @@ def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) 
         say("")
         say(f"CPU ms per action, by process (/proc; table = all its instances; postgres = the postmaster "
             f"and every backend); 'ours' and 'machine' are shares of all {cores} cores, 'machine' "
-            f"counts every process on it (the machine is shared):")
+            f"counts every process on it (the machine is shared); 'less idle': the server side less what "
+            f"the idle row costs in as many seconds:")
         body = []
         for r in played:
             per = ms_per_action(r.cpu, r.actions)
             ours = sum(r.cpu.values()) / (r.seconds * cores) if r.seconds else math.nan
             busy = r.machine / (r.seconds * cores) if r.seconds else math.nan
             body.append([r.label, *(_f2(per.get(p, math.nan)) for p in parts), _f2(per["server side"]),
-                         _f2(per.get(BOTS, math.nan)), _pct(ours), _pct(busy)])
-        columns = [*parts, "server side", BOTS, "ours", "machine"]
+                         _f2(r.server_ms_less_idle), _f2(per.get(BOTS, math.nan)), _pct(ours), _pct(busy)])
+        columns = [*parts, "server side", "less idle", BOTS, "ours", "machine"]
         say(table(["row", *columns], body, right=columns))
     idle = [r for r in rows if r.idle_seconds]
     if idle:
