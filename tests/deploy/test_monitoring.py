@@ -11,6 +11,7 @@ room`` run, sums to what the ledger's rake report says."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shlex
@@ -29,6 +30,7 @@ from live_room import RoomCommand
 from monitoring_kit import (
     ALERTS,
     ALERTS_TEST,
+    DASHBOARD,
     KIT,
     FOREIGN,
     RECONCILE_TEXTFILE,
@@ -117,6 +119,23 @@ def test_the_reconcile_units_pass_systemd_analyze_and_run_a_reconcile_studroom_a
                    if line.startswith("ExecStart="))
     args = shlex.split(command.replace("${STUDROOM_STORES}", "2"))[2:]       # after the script and its folder
     assert build_parser().parse_args(["ledger", "reconcile", *args]).stores == 2
+
+
+def test_the_dashboard_shows_what_the_issue_asks_each_panel_on_a_data_source_the_import_asks_for() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    sources = {v["name"]: v["query"] for v in dashboard["templating"]["list"] if v["type"] == "datasource"}
+    assert sources == {"prometheus": "prometheus", "postgres": "grafana-postgresql-datasource"}
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    titles = {p["title"] for p in panels}
+    assert {"Actions per second", "Command latency", "Lag per projection", "Timer lateness", "Restarts",
+            "Rake per hour"} <= titles
+    for panel in panels:
+        kind = panel["datasource"]["type"]
+        assert panel["datasource"]["uid"] == "${%s}" % next(n for n, q in sources.items() if q == kind)
+        for target in panel["targets"]:
+            assert target["datasource"] == panel["datasource"] and ("expr" in target) == (kind == "prometheus")
+    assert len({(p["gridPos"]["x"], p["gridPos"]["y"]) for p in panels}) == len(panels)    # none on another
 
 
 def test_the_query_reader_finds_the_metric_names() -> None:
