@@ -11,6 +11,7 @@ elements (the append never has any).
 from __future__ import annotations
 
 import struct
+from itertools import chain, repeat
 from collections.abc import Sequence
 
 import psycopg
@@ -41,8 +42,12 @@ def _header(element_oid: int, n: int) -> bytes:
     return struct.pack("!iiIii", 1, 0, element_oid, n, 1)          # 1 dimension, no NULLs, from 1
 
 
+_LENGTH = struct.Struct("!I").pack
+
+
 def _framed(items: Sequence[bytes]) -> bytes:
-    return b"".join([part for item in items for part in (len(item).to_bytes(4, "big"), item)])
+    """Each item after its length (iterated in C: no Python frame per item)."""
+    return b"".join(chain.from_iterable(zip(map(_LENGTH, map(len, items)), items)))
 
 
 def bytea_array(items: Sequence[bytes]) -> ByteaArray:
@@ -50,11 +55,11 @@ def bytea_array(items: Sequence[bytes]) -> ByteaArray:
 
 
 def text_array(items: Sequence[str]) -> TextArray:
-    return TextArray(_header(_TEXT, len(items)) + _framed([item.encode() for item in items]))
+    return TextArray(_header(_TEXT, len(items)) + _framed(list(map(str.encode, items))))
 
 
 def int8_array(items: Sequence[int]) -> Int8Array:
-    body = struct.pack("!" + "iq" * len(items), *[x for item in items for x in (8, item)])
+    body = struct.pack("!" + "iq" * len(items), *chain.from_iterable(zip(repeat(8), items)))
     return Int8Array(_header(_INT8, len(items)) + body)
 
 

@@ -206,10 +206,10 @@ class PostgresEventStore:
         states: list[bytes] = []
         encode = self.mapper.encode
         for stream_id, expected, events in batch:
-            for version, event in enumerate(events, start=expected + 1):
+            ids += [stream_id] * len(events)
+            versions += range(expected + 1, expected + 1 + len(events))
+            for event in events:
                 topic, state = encode(event)
-                ids.append(stream_id)
-                versions.append(version)
                 topics.append(topic)
                 states.append(state)
         if not ids and not snapshots:
