@@ -18,6 +18,7 @@ import msgspec
 import psycopg
 from studroom.domain.events import TableEvent
 
+from ..runtime.servers.attach import OTHER_SERVERS
 from ..store.inspect import stores_on, stream_json, stream_lengths
 from ..store.layout import STORE_SCHEMA_PREFIX, store_schema
 from .marks import Mark
@@ -58,7 +59,8 @@ def verify_stored(database_url: str, work: Sequence[Job], period: Period, marks:
         finally:
             _close()
         return
-    with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), _open, (database_url,)) as pool:
+    with multiprocessing.get_context("spawn").Pool(min(workers, len(tasks)), _open,
+                                                   (database_url, list(OTHER_SERVERS))) as pool:
         yield from _told(pool.imap_unordered(_check, tasks), on_progress)
 
 
@@ -72,8 +74,11 @@ def _told(verdicts: Iterator[TableVerdict], on_progress: Callable[[int], None] |
 _connection: psycopg.Connection[Any] | None = None     # the process's own, for its tables
 
 
-def _open(database_url: str) -> None:
+def _open(database_url: str, other_servers: Sequence[str] = ()) -> None:
+    """This process's connection; ``other_servers``: the stores' servers its parent
+    attached to (a spawned worker knows only its environment's)."""
     global _connection
+    OTHER_SERVERS.extend(url for url in other_servers if url not in OTHER_SERVERS)
     if _connection is None or _connection.closed:
         _connection = psycopg.connect(database_url, autocommit=True)
 

@@ -92,7 +92,9 @@ def env_urls(env: Mapping[str, str] | None = None) -> dict[int, str]:
 def url_of_server(server: str, seen_at: str, urls: Iterable[str] = ()) -> str:
     """A URL of this process that reaches the server ``server`` (its own, then the
     ones it was told in ``STUDROOM_STORE_URLS``), or :class:`StoreElsewhere`."""
-    for url in [*urls, *env_urls().values()]:
+    from ..runtime.servers.attach import OTHER_SERVERS
+
+    for url in [*urls, *env_urls().values(), *OTHER_SERVERS]:
         id_of(url)
     with _lock:
         found = _known.get(server)

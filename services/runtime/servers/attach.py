@@ -7,7 +7,9 @@ Every tool that reads the stores or the books (``ledger``, ``history``, ``replay
 embedded PostgreSQL started on the data folder for the time of the command.  A tool
 that talks to the room over NATS (the operator's, a bot, a service's observer) finds
 it the same way, but starts none: ``STUDROOM_NATS_URL``, else the embedded NATS a room
-runs in the data folder.
+runs in the data folder.  The room's other embedded PostgreSQL servers (stores placed
+elsewhere by ``studroom room --db-servers``: ``postgres-<i>``) are attached to or
+started alike (:data:`OTHER_SERVERS`).
 """
 
 from __future__ import annotations
@@ -22,10 +24,16 @@ from .embedded_nats import EmbeddedNats
 from .embedded_postgres import EmbeddedPostgres, embedded_url
 
 
-def running_postgres(data_dir: Path) -> str | None:
-    """The URL of the embedded PostgreSQL another process runs in ``data_dir``, or None."""
-    port = _running_port(data_dir, EmbeddedPostgres.name)
-    return None if port is None else embedded_url(data_dir, port)
+OTHER_SERVERS: list[str] = []
+"""The URLs of the room's other embedded PostgreSQL servers (stores placed elsewhere:
+``<data dir>/postgres-<i>``) that :func:`database` attached to or started: a reader of
+the stores finds them here (services/store/servers.py) as it does in ``STUDROOM_STORE_URLS``."""
+
+
+def running_postgres(data_dir: Path, folder: str = EmbeddedPostgres.name) -> str | None:
+    """The URL of the embedded PostgreSQL (in ``folder``) another process runs in ``data_dir``, or None."""
+    port = _running_port(data_dir, folder)
+    return None if port is None else embedded_url(data_dir, port, folder=folder)
 
 
 def running_nats(data_dir: Path) -> str | None:
@@ -74,11 +82,16 @@ def _running_port(data_dir: Path, server: str) -> int | None:
 @contextlib.contextmanager
 def database(settings: Settings) -> Iterator[str]:
     """The URL of the room's database for the time of a command (see the module doc)."""
-    url = settings.database_url or running_postgres(settings.data_dir)
-    if url is not None:
+    with contextlib.ExitStack() as stack:
+        url = settings.database_url or running_postgres(settings.data_dir)
+        if url is None:
+            if not (settings.data_dir / EmbeddedPostgres.name).is_dir():
+                raise SystemExit(f"no room's data in {settings.data_dir}: set STUDROOM_DATABASE_URL "
+                                 "or STUDROOM_DATA_DIR")
+            url = stack.enter_context(EmbeddedPostgres(settings.data_dir)).url
+        if settings.database_url is None:
+            for other in sorted(settings.data_dir.glob(f"{EmbeddedPostgres.name}-*")):
+                if (other / "pgdata" / "PG_VERSION").is_file():
+                    OTHER_SERVERS.append(running_postgres(settings.data_dir, other.name) or stack.enter_context(
+                        EmbeddedPostgres(settings.data_dir, folder=other.name)).url)
         yield url
-        return
-    if not (settings.data_dir / EmbeddedPostgres.name).is_dir():
-        raise SystemExit(f"no room's data in {settings.data_dir}: set STUDROOM_DATABASE_URL or STUDROOM_DATA_DIR")
-    with EmbeddedPostgres(settings.data_dir) as server:
-        yield server.url
