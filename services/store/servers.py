@@ -179,3 +179,9 @@ class Placement:
         with _lock:
             cls._cache[key] = (time.monotonic(), found)
         return found
+
+    @classmethod
+    def forget(cls) -> None:
+        """Read the placements again at the next ask."""
+        with _lock:
+            cls._cache.clear()
