@@ -126,7 +126,9 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
         try:
             check_recorded_layout(database_url, options.stores, urls=elsewhere)
         except (LayoutMismatch, StoreElsewhere) as refused:
-            say(f"studroom room: {refused}")
+            hint = " (or start the room with the --db-servers it was first started with)" \
+                if isinstance(refused, StoreElsewhere) else ""
+            say(f"studroom room: {refused}{hint}")
             return 2
         existing = load_tables(database_url, schemas, only=ids)
         before = events_stored(database_url, schemas)
