@@ -5,8 +5,8 @@ Store 0 stays on the session's PostgreSQL (the home server: the cashier's store,
 books), store 1 is placed on a second embedded server by ``STUDROOM_STORE_URLS``.  The
 room's services (a table service, the relay, the cashier, the ledger) play hands on
 tables of both stores; then: store 1's events are on the second server only, the relay
-published both (the bots, who act only on what the relay publishes, finished hands on
-tables of both), the books reconcile with no difference as of a cut over both servers
+published both (its positions; and the bots, who act only on what the relay
+publishes, finished hands on tables of both), the books reconcile with no difference as of a cut over both servers
 (R34's chips conserved), and a hand of the second server replays consistent with its
 deck (R32).  A process told another server for a store than the one recorded refuses.
 """
@@ -35,13 +35,16 @@ from studroom.services.disputes.checks import check_hand
 from studroom.services.disputes.stored_events import table_stream
 from studroom.services.disputes.stored_verify import jobs, verify_stored
 from studroom.services.disputes.verify import Period
+from studroom.services.relay.position import PositionRecord
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan, table_config
+from studroom.services.runtime.processes import process
 from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.store.inspect import load_tables, stores_found
 from studroom.services.store.layout import LayoutMismatch, check_recorded_layout, store_of_table, store_schemas
+from studroom.services.wire.subjects import RELAY_BUCKET
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -101,6 +104,8 @@ def test_a_room_plays_reconciles_and_replays_with_a_store_on_each_of_two_servers
                 problems = services.stop()
             assert not problems, problems
             phases["stopped"] = time.monotonic() - t0
+            relayed = asyncio.run(_relayed(nats, store_schemas(STORES, prefix)))
+            assert all(relayed.values()), f"the relay published both stores: {relayed}"
             _check(database_url, second.url, prefix, tables)
             phases["checked"] = time.monotonic() - t0
             print("two servers, seconds since the start: " + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()))
@@ -119,6 +124,17 @@ async def _play(nats: EmbeddedNats, tables: list[str]) -> None:
             await asyncio.sleep(0.2)
     finally:
         await bots.stop()
+
+
+async def _relayed(nats: EmbeddedNats, schemas: list[str]) -> dict[str, int]:
+    """How far the relay recorded it published each store (its positions in NATS KV)."""
+    assert nats.authority is not None
+    nc = await process.connect(nats.url, "test-two-servers", creds=nats.authority.ensure("service", "relay"))
+    try:
+        kv = await nc.jetstream().key_value(RELAY_BUCKET)
+        return {schema: PositionRecord.decode((await kv.get(schema)).value).position for schema in schemas}
+    finally:
+        await nc.close()
 
 
 def _check(database_url: str, second_url: str, prefix: str, tables: list[str]) -> None:
