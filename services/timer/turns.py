@@ -68,12 +68,14 @@ async def publish_schedule(js: Any, timer: TimerPayload, known: LastSchedules) -
     payload = encode_payload(timer)
     last = known.get(table_id)
     for _ in range(PUBLISH_ATTEMPTS):
+        if last is not None and last.turn >= timer.turn:
+            last = None              # rare (a redelivery, a race): decided on the subject as stored
         if last is None:
             known.reads += 1
             last = await read_last(js, subject)
-        if last.turn >= timer.turn:
-            known.put(table_id, last)
-            return None
+            if last.turn >= timer.turn:
+                known.put(table_id, last)
+                return None
         try:
             ack = await js.publish(subject, payload, headers=schedule_headers(table_id, timer.deadline_ms, last.seq))
         except nats.js.errors.APIError as e:

@@ -61,12 +61,13 @@ def test_R20_a_tables_next_turns_are_scheduled_without_reading_the_subject() -> 
     asyncio.run(main())
     assert [decode_payload(p).turn for _, p, _ in js.published] == [3, 4, 5]
     assert [h[EXPECTED_LAST_SUBJECT_SEQUENCE] for _, _, h in js.published] == ["0", "1", "2"]
-    assert js.reads == 1 and service.stats.schedule_reads == 1       # once, when it knew nothing
-    assert service.stats.superseded == 1                              # turn 4 again: older than 5
+    assert js.reads == 2 and service.stats.schedule_reads == 2       # when it knew nothing, and ...
+    assert service.stats.superseded == 1                              # ... turn 4 again: older than 5, as read
     assert len(sent) == 1 and service.stats.notices == 1              # the others told once: then it was ours
 
 
 def test_R20_a_schedule_that_fired_is_replaced_at_once_without_a_read() -> None:
+    """The server names the subject's real last sequence, 0: the next turn goes on it."""
     js = FakeJetStream()
     service = service_with(FakeTable(), js, Clock(T0))
 
@@ -78,6 +79,23 @@ def test_R20_a_schedule_that_fired_is_replaced_at_once_without_a_read() -> None:
     asyncio.run(main())
     assert [h[EXPECTED_LAST_SUBJECT_SEQUENCE] for _, _, h in js.published] == ["0", "0"]
     assert js.reads == 1
+
+
+def test_R20_an_older_turn_whose_newer_one_fired_is_decided_on_the_subject_as_stored() -> None:
+    """The known turn is newer: superseded only if the subject says so (a table whose
+    turns started over, a store rebuilt, would otherwise never be timed out again)."""
+    js = FakeJetStream()
+    service = service_with(FakeTable(), js, Clock(T0))
+
+    async def main() -> None:
+        await service._on_public(_turn(8))
+        await service._on_public(_turn(7))         # the subject holds turn 8: superseded
+        js.fire(subjects.timer_schedule("t1"))
+        await service._on_public(_turn(2))         # empty: published, as before the memory
+
+    asyncio.run(main())
+    assert [decode_payload(p).turn for _, p, _ in js.published] == [8, 2]
+    assert service.stats.superseded == 1 and js.reads == 3
 
 
 def test_R20_another_instances_schedule_is_known_from_its_notice_or_read_when_it_was_lost() -> None:
@@ -93,12 +111,12 @@ def test_R20_another_instances_schedule_is_known_from_its_notice_or_read_when_it
         await here._on_notice(notices[-1])
         await here._on_public(_turn(5))             # knows turn 4's sequence from the notice: no read
         await there._on_public(_turn(6))            # its guess (turn 4) is wrong: refused, read again
-        await there._on_public(_turn(5))            # older than what it read: superseded
+        await there._on_public(_turn(5))            # older than turn 6: superseded, as read
 
     asyncio.run(main())
     assert [decode_payload(p).turn for _, p, _ in js.published] == [3, 4, 5, 6]
     assert [h[EXPECTED_LAST_SUBJECT_SEQUENCE] for _, _, h in js.published] == ["0", "1", "2", "3"]
-    assert (here.stats.schedule_reads, there.stats.schedule_reads) == (1, 2)
+    assert (here.stats.schedule_reads, there.stats.schedule_reads) == (1, 3)
     assert there.stats.superseded == 1
     told = [msgspec.json.decode(m.data, type=Notice) for m in notices]
     assert told == [Notice("unit", 3, 1), Notice("other", 4, 2), Notice("unit", 5, 3), Notice("other", 6, 4)]
