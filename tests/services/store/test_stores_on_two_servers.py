@@ -6,9 +6,10 @@ books), store 1 is placed on a second embedded server by ``STUDROOM_STORE_URLS``
 room's services (a table service, the relay, the cashier, the ledger) play hands on
 tables of both stores; then: store 1's events are on the second server only, the relay
 published both (its positions; and the bots, who act only on what the relay
-publishes, finished hands on tables of both), the books reconcile with no difference as of a cut over both servers
-(R34's chips conserved), and a hand of the second server replays consistent with its
-deck (R32).  A process told another server for a store than the one recorded refuses.
+publishes, finished hands on tables of both), the books reconcile with no difference
+as of a cut over both servers, taken once while the bots play and once after (every
+chip bought in, R3, and raked, R27, accounted for), the history folds both, and a
+hand of the second server replays consistent with its deck (R32).  A process told another server for a store than the one recorded refuses.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def test_a_room_plays_reconciles_and_replays_with_a_store_on_each_of_two_servers
             try:
                 tables = _tables(name)
                 phases["services"] = time.monotonic() - t0
-                asyncio.run(_play(nats, tables))
+                asyncio.run(_play(nats, tables, lambda: _reconcile(database_url, prefix)))
                 phases["played"] = time.monotonic() - t0
                 assert not services.dead(), services.dead()
             finally:
@@ -113,17 +114,32 @@ def test_a_room_plays_reconciles_and_replays_with_a_store_on_each_of_two_servers
         shutil.rmtree(folder, ignore_errors=True)
 
 
-async def _play(nats: EmbeddedNats, tables: list[str]) -> None:
+async def _play(nats: EmbeddedNats, tables: list[str], while_playing: Callable[[], None]) -> None:
+    """The bots play ``HANDS`` hands a table; ``while_playing`` is called (in a thread)
+    once they played half of them, the bots playing on meanwhile."""
     plans = [TablePlan(t, table_config(i), {s: f"{t}-p{s}" for s in range(SEATS)}) for i, t in enumerate(tables)]
     assert nats.authority is not None
     bots = Room(nats.url, plans, authority=nats.authority, seed=20)
     try:
         await bots.start()
         deadline = time.monotonic() + 60
+        checked = False
         while bots.stats.hands < HANDS * len(tables) and time.monotonic() < deadline:
+            if not checked and bots.stats.hands >= HANDS * len(tables) // 2:
+                await asyncio.to_thread(while_playing)
+                checked = True
             await asyncio.sleep(0.2)
     finally:
         await bots.stop()
+
+
+def _reconcile(database_url: str, prefix: str) -> None:
+    """The books as of a cut over both servers taken while the bots play: no difference."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        sources = all_sources(conn, cashier_schema=f"{prefix}cashier", schemas=store_schemas(STORES, prefix))
+    cut, _ = book_to_cut(database_url, sources, ledger_schema=f"{prefix}ledger")
+    books = reconcile(database_url, sources, ledger_schema=f"{prefix}ledger", cut=cut)
+    assert books.clean, [f"{d.check}: {d.event or d.table}: {d.what}" for d in books.differences[:5]]
 
 
 async def _relayed(nats: EmbeddedNats, schemas: list[str]) -> dict[str, int]:
