@@ -22,7 +22,7 @@ class RelayConfig:
     backoff: Backoff = Backoff(first=0.1, longest=2.0)   # retries: 0.1 s doubling to 2 s, jittered
     connect_timeout: float = 2.0
     request_timeout: float = 5.0    # JetStream API requests
-    position_interval: float = 0.05  # seconds: how often a busy relay writes its position
+    position_interval: float = 0.25  # seconds: how often a busy relay writes its position
     max_tables: int = 100_000       # seat maps kept (least recently used dropped)
     # Tests only: called as fault(point, store) at "acked" (a batch's acks are in,
     # its position not yet written); an exception there counts as a bus failure.
