@@ -142,7 +142,8 @@ class StoreMap:
 def resolve(conn: psycopg.Connection[Any], home: str, prefix: str, stores: int,
             given: Mapping[int, str]) -> StoreMap:
     """Each store's URL as recorded on the home server (``conn``), checked against the
-    URLs this process was ``given``: :class:`StoreElsewhere` when they disagree."""
+    URLs this process was ``given``: ``LayoutMismatch`` when they disagree,
+    :class:`StoreElsewhere` when a recorded server is none of the URLs it knows."""
     from .layout import LayoutMismatch
 
     recorded = placements(conn)
