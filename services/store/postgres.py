@@ -264,11 +264,13 @@ class PostgresEventStore:
             "NOTIFY {channel}; "
             "INSERT INTO {events} (originator_id, originator_version, topic, state) "
             "SELECT * FROM unnest(ids, versions, topics, states); "
+            "IF cardinality(snapshot_ids) > 0 THEN "   # most appends store none: no statement for them
             "INSERT INTO {snapshots} AS old (stream_id, version, format, state) "
             "SELECT * FROM unnest(snapshot_ids, snapshot_versions, snapshot_formats, snapshot_states) "
             "ON CONFLICT (stream_id) DO UPDATE "
             "SET version = excluded.version, format = excluded.format, state = excluded.state "
             "WHERE old.format <> excluded.format OR old.version < excluded.version; "
+            "END IF; "
             "END; $body$"
         ).format(
             function=self._append_function,
