@@ -40,6 +40,9 @@ log = logging.getLogger("studroom.lobby")
 
 SENDER: Final = "lobby"                 # the service identity (it asks tables for their view)
 QUEUE: Final = "studroom_lobby"         # the query subscribers' queue group
+IDLE_PULL: Final = (30.0, 5.0)          # seconds: a pull request's life and its idle heartbeat (the
+                                        # pull loop's are 5 and 1): idle, one wake-up in 5 s, not each
+                                        # second; a reconnect asks again at once (reconnected)
 
 
 @dataclass
@@ -103,7 +106,8 @@ class LobbyService:
         config = consumer_config(self.instance_id)
         self.loop = PullLoop(
             self.nc, subjects.PUBLIC_STREAM, consumer_name(self.instance_id), self._on_public,
-            max_inflight=self.max_inflight, recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, config))
+            max_inflight=self.max_inflight, recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, config),
+            expires=IDLE_PULL[0], heartbeat=IDLE_PULL[1])
         mirror = asyncio.create_task(self.mirror.follow(self.kv, stop))
         leases = asyncio.create_task(self.leases.follow(self.js, stop))
         sub = None

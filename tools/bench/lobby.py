@@ -34,25 +34,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import msgspec
-from studroom.domain import views
-from studroom.domain.simulate import simulated_room
 from studroom.projections.lobby.entry import decode
-from studroom.projections.lobby.jetstream import consumer_name
 from studroom.projections.lobby.ordering import EVERY
-from studroom.services.relay.streams import ensure_streams
 from studroom.services.room.plans import MAX_BOTS_PER_TABLE
 from studroom.services.runtime.arguments import int_range, positive_float, positive_int
 from studroom.services.runtime.observability.stats import percentile
 from studroom.services.runtime.processes.supervisor import Services
-from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.settings import Settings
-from studroom.services.runtime.text import figures
+from studroom.services.runtime.text import figures, table
 from studroom.services.wire import subjects
-from studroom.services.wire.pull import PullLoop, shared_consumer
 from studroom.services.wire.subjects import LOBBY_BUCKET
 
 from ..lobby_lag import lags_ms
+from .lobby_rebuild import rebuild
 
 HELP = ("lobby: its lag behind live play under bench room load (p99, goal < 1 s) and its rebuild rate, "
         "beside bare KV writes and a bare read of the stream")
@@ -250,112 +244,6 @@ def _bench_identity(authority: Any, folder: Path) -> Path:
     return path
 
 
-# ------------------------------------------------------------------------- rebuild
-
-
-async def _publish_room(nc: Any, events: int, tables: int) -> int:
-    """A simulated room's public events, with their versions, into the public stream."""
-    encode = msgspec.json.Encoder().encode
-    versions: dict[str, int] = defaultdict(int)
-    published = 0
-    for played in simulated_room(tables):
-        for event in played.events:
-            versions[played.table_id] += 1
-            public = views.public(event)
-            await nc.publish(subjects.public_event(played.table_id, type(public).__name__), encode(public), headers={
-                subjects.VERSION_HEADER: str(versions[played.table_id]), subjects.EVENT_HEADER: type(public).__name__})
-        published += len(played.events)
-        await nc.flush()                                      # a hand at a time: no slow consumer
-        if published >= events:
-            return published
-    raise AssertionError("simulated_room never ends")  # pragma: no cover
-
-
-async def _until_stored(js: Any, count: int) -> None:
-    while (await js.stream_info(subjects.PUBLIC_STREAM)).state.messages < count:
-        await asyncio.sleep(0.1)
-
-
-async def _bare_read(nc: Any, count: int) -> float:
-    """Seconds to pull and acknowledge ``count`` messages of the public stream."""
-    js = nc.jetstream()
-    await js.add_consumer(subjects.PUBLIC_STREAM, shared_consumer("bench_bare", subjects.all_public_events(), 30.0,
-                                                                  "bench lobby: the bare read"))
-    done, stop = 0, asyncio.Event()
-
-    async def handle(msg: Any) -> None:
-        nonlocal done
-        await msg.ack()
-        done += 1
-        if done >= count:
-            stop.set()
-
-    loop = PullLoop(nc, subjects.PUBLIC_STREAM, "bench_bare", handle, max_inflight=4096)
-    started = time.perf_counter()
-    await loop.run(stop)
-    return time.perf_counter() - started
-
-
-async def _rebuild(nc: Any, count: int, every_ms: int) -> float:
-    """Seconds for a lobby from zero to apply the ``count`` events of the stream."""
-    from studroom.projections.lobby.service import LobbyService
-
-    js = nc.jetstream()
-    instance = f"bench{every_ms}"
-    service, stop = LobbyService(nc, instance_id=instance, every=every_ms / 1000), asyncio.Event()
-    started = time.perf_counter()
-    assert await service.setup(stop)
-    running = asyncio.create_task(service.run(stop))
-    try:
-        while True:
-            info = await js.consumer_info(subjects.PUBLIC_STREAM, consumer_name(instance))
-            if info.ack_floor.stream_seq >= count:
-                return time.perf_counter() - started
-            await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await running
-
-
-def rebuild(*, events: int, tables: int, every_ms: list[int]) -> dict[str, float]:
-    """The rebuild from zero (a lobby for each of ``every_ms``, one after the other,
-    each with a consumer and a bucket of its own), on an open NATS of its own; CPU is
-    this process's (the lobby runs in it)."""
-    from studroom.services.runtime.processes import process
-
-    temporary = Path(tempfile.mkdtemp(prefix="studroom-bench-lobby-"))
-
-    async def main(url: str) -> dict[str, float]:
-        nc = await process.connect(url, "bench-lobby")
-        try:
-            await ensure_streams(nc.jetstream())
-            started = time.perf_counter()
-            count = await _publish_room(nc, events, tables)
-            await _until_stored(nc.jetstream(), count)
-            stored = time.perf_counter() - started
-            cpu = time.process_time()
-            bare = await _bare_read(nc, count)
-            out = {"public events in the stream": count, "publishing them: events/s": count / stored,
-                   "baseline: bare read of the stream: events/s": count / bare,
-                   "baseline: bare read of the stream: CPU us/event": 1e6 * (time.process_time() - cpu) / count}
-            for every in every_ms:
-                if every != every_ms[0]:                      # each lobby from an empty bucket
-                    await nc.jetstream().delete_key_value(LOBBY_BUCKET)
-                cpu = time.process_time()
-                applied = await _rebuild(nc, count, every)
-                out[f"lobby rebuild, writes every {every} ms: events/s"] = count / applied
-                out[f"lobby rebuild, writes every {every} ms: CPU us/event"] = 1e6 * (time.process_time() - cpu) / count
-            return out
-        finally:
-            await nc.drain()
-
-    try:
-        with EmbeddedNats(temporary, auth=False) as server:
-            return asyncio.run(main(server.url))
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
-
-
 # ----------------------------------------------------------------------------- cli
 
 
@@ -382,18 +270,23 @@ def _every_list(text: str) -> list[int]:
 def run(args: argparse.Namespace) -> int:
     print(f"bench lobby: rebuild from {args.events:,} simulated events; lag under {args.tables} tables x "
           f"{args.bots_per_table} instant bots for {args.seconds:g} s (the room's services, auth on), "
-          f"a row for each --write-every-ms of {args.write_every_ms}", flush=True)
-    _say(rebuild(events=args.events, tables=args.tables, every_ms=args.write_every_ms))
-    met = True
-    for every in args.write_every_ms:
-        results = lag(Settings.from_env(), seconds=args.seconds, tables=args.tables,
-                      bots_per_table=args.bots_per_table, every_ms=every)
-        print(f"lobby writing a table at most every {every} ms:")
-        _say(results)
-        met = met and results["lag p99 ms"] < GOAL_MS
+          f"a column for each --write-every-ms of {args.write_every_ms}", flush=True)
+    print(figures(rebuild(events=args.events, tables=args.tables, every_ms=args.write_every_ms)), flush=True)
+    rows = {every: lag(Settings.from_env(), seconds=args.seconds, tables=args.tables,
+                       bots_per_table=args.bots_per_table, every_ms=every) for every in args.write_every_ms}
+    print(side_by_side(rows))
+    met = all(row["lag p99 ms"] < GOAL_MS for row in rows.values())
     print(f"goal: lag p99 < {GOAL_MS:.0f} ms -> {'met' if met else 'NOT met'}")
     return 0 if met else 1
 
 
-def _say(results: dict[str, float]) -> None:
-    print(figures(results), flush=True)
+_DECIMALS = {"lobby CPU ms / action": 3, "KV writes / action": 3, "idle CPU % of a core": 2, "lobby CPU us / event": 0}
+
+
+def side_by_side(rows: dict[int, dict[str, float]]) -> str:
+    """The lag rows, a column for each ``--write-every-ms`` (0: as before issue 20)."""
+    header = ["measured", *(f"every {every} ms" + (" (before)" if every == 0 else "") for every in rows)]
+    names = list(next(iter(rows.values())))
+    decimals = {name: _DECIMALS.get(name, 1 if name.endswith("ms") else 0) for name in names}
+    return table(header, [[name, *(f"{row[name]:,.{decimals[name]}f}" for row in rows.values())] for name in names],
+                 right=header[1:])

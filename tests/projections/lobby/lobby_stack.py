@@ -229,7 +229,7 @@ async def recording(stack: Stack) -> Any:
     async def public(msg: Any) -> None:
         version = (msg.headers or {}).get(subjects.VERSION_HEADER)
         if version is not None:
-            recorder.public[msg.subject.rsplit(".", 1)[-1]].setdefault(int(version), time.monotonic())
+            recorder.public[subjects.table_of_public(msg.subject)].setdefault(int(version), time.monotonic())
 
     sub = await spectator.subscribe(subjects.all_public_events(), cb=public)
     kv = await _bucket(auditor)

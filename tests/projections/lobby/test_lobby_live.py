@@ -50,6 +50,7 @@ from secrecy import watching
 from studroom.domain.errors import UNKNOWN_GAME
 from studroom.domain.events import TimedOut
 from studroom.projections.lobby.jetstream import consumer_name
+from studroom.projections.lobby.ordering import EVERY
 from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.queries import LobbyQuery, decode_answer, encode_query
 from studroom.projections.lobby.watching import LobbyUnavailable, ask
@@ -150,17 +151,20 @@ def _no_hidden_card(recorder: Recorder, stored: dict[str, list[Any]]) -> int:
     return checked
 
 
-async def _converged(stack: Stack, recorder: Recorder, table_ids: list[str], timeout: float) -> dict[str, Any]:
-    """Wait until every table's last stored value is at the store's version; the
-    stored events."""
+async def _converged(stack: Stack, recorder: Recorder, table_ids: list[str],
+                     timeout: float) -> tuple[dict[str, Any], float]:
+    """Wait until every table's last stored value is at the store's version (``timeout``
+    counted from when the store's events are read, not while they are); the stored
+    events, and the seconds it took."""
     stored = stack.stored(table_ids)
+    started = time.monotonic()
 
     def done() -> bool:
         return all((e := recorder.latest(t)) is not None and e.version == len(stored[t]) for t in table_ids)
 
     assert await until(done, timeout), {t: (len(stored[t]), getattr(recorder.latest(t), "version", None))
                                         for t in table_ids}
-    return stored
+    return stored, time.monotonic() - started
 
 
 @pytest.mark.timeout(120)
@@ -174,9 +178,7 @@ def test_R23_the_lobby_shows_seats_and_stacks_within_a_second_while_bots_play(st
             async with recording(stack) as recorder, watching(spectator) as watch:
                 try:
                     await _play(players, recorder, PLAY)
-                    started = time.monotonic()
-                    stored = await _converged(stack, recorder, players.table_ids, timeout=1.0)
-                    converged = time.monotonic() - started
+                    stored, converged = await _converged(stack, recorder, players.table_ids, timeout=1.0)
                     await watch.check(lambda t: stack.stored([t])[t], players.table_ids)
                 finally:
                     await players.stop()
@@ -192,7 +194,9 @@ def test_R23_the_lobby_shows_seats_and_stacks_within_a_second_while_bots_play(st
     assert events > 500 and len(lags) >= 0.9 * events
     assert percentile(lags, 99) < 1000, "the lobby lags more than a second"
     assert converged < 1.0
-    assert _every_value_as_the_table_was(recorder, stored) > 100
+    # A table's entry is written at most once every EVERY (0.25 s, issue 20): 3 tables x 3 s
+    # of play give some 36 values, and the writes at the start and the end.
+    assert _every_value_as_the_table_was(recorder, stored) > len(stored) * PLAY / EVERY * 0.8
     for table_id, events_of in stored.items():
         entry = recorder.latest(table_id)
         assert entry is not None and entry.version == len(events_of)
@@ -296,7 +300,7 @@ def test_a_lobby_killed_while_tables_play_leaves_the_entries_right_and_resumes(s
                 await asyncio.gather(_play(players, recorder, 4.0), killing())
                 # the restarted lobby catches up on every event it missed (no speed asserted:
                 # a loaded CI machine is slow to restart a process)
-                stored = await _converged(stack, recorder, players.table_ids, timeout=30.0)
+                stored, _ = await _converged(stack, recorder, players.table_ids, timeout=30.0)
             finally:
                 await players.stop()
             assert _every_value_as_the_table_was(recorder, stored) > 50
