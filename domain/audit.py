@@ -4,8 +4,9 @@ for players.
 :func:`audit` takes any stream of one table's events (a whole table, a few hands, a
 player's messages merged by :func:`merged`) and checks each hand in it:
 
-* its order: the deck committed (``AntesCollected.deck_root``) before the first card,
-  streets dealt one after the other;
+* its order: the deck committed (``AntesCollected``) before the first card, streets
+  dealt one after the other; what was published holds together (format 2: the leaves
+  hash to the root; an unknown format is named);
 * every proof present: each card it came with opens the commitment at the place the
   real order of dealing puts it (after an R17 reshuffle: at a place not dealt before),
   and no place opens to two cards;
@@ -111,7 +112,7 @@ class _HandCheck:
         assert isinstance(started, HandStarted)
         self.events, self.started = events, started
         self.findings: list[str] = []
-        self.root, self.size = "", 0
+        self.published = commitment.Published("", 0)
         self.committed = False
         self.street = -1
         self.pos = 0                              # the next card's place, until a reshuffle
@@ -177,10 +178,17 @@ class _HandCheck:
     def _commitment(self, event: AntesCollected) -> None:
         if self.committed:
             self._find("the deck was committed twice")
-        self.committed, self.root, self.size = True, event.deck_root, event.deck_size
+        self.committed = True
+        self.published = published = commitment.Published(event.deck_root, event.deck_size, event.deck_format,
+                                                          event.deck_leaves)
+        if event.deck_format not in commitment.FORMATS:
+            self._find(f"the deck was committed in format {event.deck_format}, which no one knows")
+        elif not published.sound:
+            self._find(f"the published leaves do not make the deck's root (format {event.deck_format})")
         deck = self.deck
         if deck is not None:
-            if (deck.root(), deck.size()) != (event.deck_root, event.deck_size):
+            deck.fix(event.deck_format, event.deck_size)
+            if (deck.root(), deck.span(), deck.leaves()) != (event.deck_root, event.deck_size, event.deck_leaves):
                 self._find("the deck derived from the seed is not the one committed to")
             self.source = deck.order()
 
@@ -225,7 +233,7 @@ class _HandCheck:
         seen = self.dealt.get(e.seat, [])
         if len(e.cards) != len(seen) or any(a is not None and a != b for a, b in zip(seen, e.cards)):
             self._find(f"{whose} {e.cards}, but was dealt {['?' if c is None else c for c in seen]}")
-        if self.root and len(e.proofs) != len(e.cards):
+        if self.published.root and len(e.proofs) != len(e.cards):
             self._find(f"{whose} {len(e.cards)} cards with {len(e.proofs)} proofs")
         for card, proof in zip(e.cards, e.proofs):
             self._proven(card, proof, f"{whose} {card}", None)
@@ -236,7 +244,7 @@ class _HandCheck:
         if card is None:
             return
         if proof is None:
-            if self.root:
+            if self.published.root:
                 self._find(f"{whose}: {card} came without its proof")
             return
         self.proofs += 1
@@ -245,7 +253,7 @@ class _HandCheck:
         except BadCard:
             self._find(f"{whose}: {card!r} is not a card")
             return
-        if not commitment.opens(self.root, self.size, proof.place, value, proof.salt, proof.path):
+        if not self.published.opens(proof.place, value, proof.salt, proof.path):
             self._find(f"{whose}: {card} does not open the commitment at place {proof.place}")
             return
         if place is not None and not self.reshuffled and proof.place != place:

@@ -1,20 +1,25 @@
-"""The deck commitment of rule R32 (docs/rules.md): a Merkle tree over a deck's places
-that opens card by card, without revealing any other card.
+"""The deck commitment of rule R32 (docs/rules.md): per-place leaves that open card by
+card without revealing any other card, and the two formats that publish them.
 
 * Each place ``p`` of the deck (0 = the top card) is a leaf:
   ``leaf = SHA-256(0x00 || p as one byte || the card's two ASCII letters || salt)``,
-  ``salt`` 16 secret bytes of that place (``deck.py`` derives them from the seed);
-* two nodes make their parent: ``SHA-256(0x01 || left || right)``;
-* the tree is built level by level from the leaves up, pairing neighbours left to right;
-  a level's odd last node goes up unchanged.  (This is RFC 6962's Merkle Tree Hash.)
-  The root, in hex, is the published commitment;
-* the proof that opens place ``p`` is its salt and its path: the sibling of each node on
-  the way up, from the leaf's sibling to the root's child (a node with no sibling on its
-  level has none), the 32-byte hashes one after the other.  Whoever holds the proof, the
-  card, ``p`` and the deck's size recomputes the root; a different card, salt or place
-  gives another root.
+  ``salt`` 16 secret bytes of that place (``deck.py`` derives them from the seed).
+* **Format 2** (``LEAVES``, hands since 2026-12-02): ``AntesCollected`` publishes the
+  leaves themselves, one after the other (``deck_leaves``), and
+  ``deck_root = SHA-256(0x02 || the leaves)``.  A card's proof is its place and salt
+  (its ``path`` is empty): the leaf made from them must be the published one.  One hash
+  per leaf and one over them all.
+* **Format 1** (``MERKLE``, older hands; their ``AntesCollected`` has no format): the
+  leaves stay secret and ``deck_root`` is their RFC 6962 Merkle root: two nodes make
+  their parent ``SHA-256(0x01 || left || right)``, levels pair neighbours left to right,
+  a level's odd last node goes up unchanged.  A proof carries its path: the sibling of
+  each node on the way up (a node with no sibling on its level has none), the 32-byte
+  hashes one after the other.  Kept to make and check old hands (a hand committed in
+  format 1 before an upgrade deals its last cards in format 1).
 
-docs/design/fair-dealing.md states it for third parties; :func:`opens` is the check.
+Whoever holds a proof, the card and what ``AntesCollected`` published recomputes the
+commitment; a different card, salt or place does not.  docs/design/fair-dealing.md
+states both formats for third parties; :class:`Published` is the check.
 """
 
 from __future__ import annotations
@@ -25,8 +30,14 @@ from typing import Final
 
 from .cards import CARD_TEXT, DECK_SIZE
 
+MERKLE: Final = 1          # format 1: the Merkle root; proofs carry their paths
+LEAVES: Final = 2          # format 2: the leaves published; proofs are place and salt
+FORMAT: Final = LEAVES     # what a new hand commits with
+FORMATS: Final = (MERKLE, LEAVES)
+
 _LEAF: Final = b"\x00"
 _NODE: Final = b"\x01"
+_ALL_LEAVES: Final = b"\x02"
 
 # the leaf's prefix for each place and card: 0x00 || place || card letters
 _PREFIX: Final = tuple(tuple(_LEAF + bytes((place,)) + CARD_TEXT[card].encode() for card in range(52))
@@ -44,6 +55,14 @@ def leaves(order: Sequence[int], salts: Sequence[bytes]) -> list[bytes]:
     """The leaf of each place of a deck (``order``: its cards, top first)."""
     sha256 = hashlib.sha256
     return [sha256(_PREFIX[place][card] + salt).digest() for place, (card, salt) in enumerate(zip(order, salts))]
+
+
+def leaves_root(joined: bytes) -> bytes:
+    """Format 2's root: one hash over the published leaves."""
+    return hashlib.sha256(_ALL_LEAVES + joined).digest()
+
+
+# --- format 1: the Merkle tree -----------------------------------------------------------
 
 
 def node(left: bytes, right: bytes) -> bytes:
@@ -108,10 +127,39 @@ def root_of(place: int, size: int, leaf_hash: bytes, siblings: bytes) -> bytes |
     return current if used == len(siblings) else None
 
 
-def opens(root: str, size: int, place: int, card: int, salt: bytes, siblings: bytes) -> bool:
-    """Does this proof (``salt`` and ``siblings``) open ``card`` at ``place`` of the
-    committed deck of ``size`` cards whose root is ``root`` (hex)?"""
-    if not 0 <= place < min(size, DECK_SIZE) or not 0 <= card < DECK_SIZE:
-        return False
-    found = root_of(place, size, leaf(place, card, salt), siblings)
-    return found is not None and found.hex() == root
+# --- the check -----------------------------------------------------------------------------
+
+
+class Published:
+    """What a hand's ``AntesCollected`` published (``deck_root``, ``deck_size``,
+    ``deck_format``, ``deck_leaves``), ready to open cards.  ``sound`` says whether it
+    holds together: a known format, and in format 2 as many leaves as places, hashing
+    to the root (checked once here, not with every card)."""
+
+    __slots__ = ("root", "size", "format", "leaves", "sound")
+
+    def __init__(self, root: str, size: int, format: int = MERKLE, leaves: bytes = b"") -> None:
+        self.root, self.size, self.format, self.leaves = root, size, format, leaves
+        if not root:                          # a live dealer's deck: nothing committed, nothing opens
+            self.sound = not size and not leaves
+        elif format == LEAVES:
+            self.sound = len(leaves) == HASH_BYTES * size and leaves_root(leaves).hex() == root
+        else:
+            self.sound = format == MERKLE and not leaves
+
+    def opens(self, place: int, card: int, salt: bytes, siblings: bytes) -> bool:
+        """Does this proof (``salt`` and ``siblings``, the path) open ``card`` at
+        ``place`` of the committed deck?"""
+        if not self.sound or not 0 <= place < min(self.size, DECK_SIZE) or not 0 <= card < DECK_SIZE:
+            return False
+        if self.format == LEAVES:
+            start = HASH_BYTES * place
+            return not siblings and leaf(place, card, salt) == self.leaves[start : start + HASH_BYTES]
+        found = root_of(place, self.size, leaf(place, card, salt), siblings)
+        return found is not None and found.hex() == self.root
+
+
+def opens(root: str, size: int, place: int, card: int, salt: bytes, siblings: bytes,
+          format: int = MERKLE, leaves: bytes = b"") -> bool:
+    """:meth:`Published.opens` for one proof."""
+    return Published(root, size, format, leaves).opens(place, card, salt, siblings)

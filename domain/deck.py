@@ -19,9 +19,11 @@ record (docs/design/fair-dealing.md says it all for third parties):
   and read from its last position: the top card (place 0) is position 51;
 * each place has a 16-byte salt: the ``SHAKE-256(key || b"salt")`` output cut in
   16-byte pieces, place 0 first;
-* the commitment is the Merkle root over the places (``commitment.py``), published
-  before the first card is dealt; each card goes out with the proof that opens its
-  place (:meth:`CommittedDeck.proof`), and the key and seed never leave the store;
+* the commitment (``commitment.py``) is published before the first card is dealt: in
+  format 2 the leaves of the places the hand can reach (:func:`reach`: no card is dealt
+  from further down) and the hash over them, in format 1 (older hands) the Merkle root
+  over all the places; each card goes out with the proof that opens its place
+  (:meth:`CommittedDeck.proof`), and the key and seed never leave the store;
 * a scripted deck (scenarios) is listed card by card; its key is the scenario's seed,
   or ``SHA-256("scripted:" + the cards joined by commas)``.  Live-dealer tables deal
   physical cards: no deck, nothing to commit.
@@ -37,6 +39,7 @@ from typing import Final
 from . import commitment
 from .cards import ALL_CARDS, DECK_SIZE
 from .events import CardProof
+from .games import Game
 from .record import Record
 
 SEED_BYTES: Final = 32
@@ -70,20 +73,30 @@ _SPAN: Final = 0x1_0000_0000    # 2**32: the number of distinct 32-bit words
 _LIMIT: Final = tuple(_SPAN - _SPAN % n if n else 0 for n in range(DECK_SIZE + 1))
 
 
+_COUNTER: Final = tuple(i.to_bytes(8, "big") for i in range(64))   # i8(i) of the blocks a deck can use
+_BLOCK_WORDS: Final = tuple(struct.Struct(">%dI" % (8 * blocks)) for blocks in range(8))
+
+
 def _words(prefix: bytes, first: int, blocks: int) -> list[int]:
     """Blocks ``first`` .. ``first + blocks - 1`` of the stream, as 32-bit words."""
     sha256 = hashlib.sha256
-    stream = b"".join([sha256(prefix + i.to_bytes(8, "big")).digest() for i in range(first, first + blocks)])
-    return list(struct.unpack(">%dI" % (8 * blocks), stream))
+    stream = b"".join([sha256(prefix + (_COUNTER[i] if i < 64 else i.to_bytes(8, "big"))).digest()
+                       for i in range(first, first + blocks)])
+    unpack = _BLOCK_WORDS[blocks].unpack if blocks < 8 else struct.Struct(">%dI" % (8 * blocks)).unpack
+    return list(unpack(stream))
 
 
-def shuffled(cards: Sequence[int], key: bytes, label: bytes) -> list[int]:
-    """``cards`` (at most a deck) shuffled by the key's stream for ``label``, by position."""
+def shuffled(cards: Sequence[int], key: bytes, label: bytes, count: int = -1) -> list[int]:
+    """``cards`` (at most a deck) shuffled by the key's stream for ``label``, by position.
+    With ``count`` >= 0 only the last ``count`` positions are worked out (Fisher-Yates
+    fixes them first, from the same words: they are those of the whole shuffle); the
+    others are left half shuffled."""
     cards = list(cards)
     prefix = key + label
-    words = _words(prefix, 0, (len(cards) + 6) // 8)   # one word a swap, unless one is skipped
+    stop = 0 if count < 0 else max(len(cards) - 1 - count, 0)
+    words = _words(prefix, 0, (len(cards) - 1 - stop + 7) // 8)   # one word a swap, unless one is skipped
     used = 0
-    for i in range(len(cards) - 1, 0, -1):
+    for i in range(len(cards) - 1, stop, -1):
         limit = _LIMIT[i + 1]
         while True:
             if used == len(words):
@@ -97,9 +110,9 @@ def shuffled(cards: Sequence[int], key: bytes, label: bytes) -> list[int]:
     return cards
 
 
-def seeded_order(key: bytes) -> list[int]:
-    """A seeded deck's order, top card first."""
-    return shuffled(ALL_CARDS, key, b"deck")[::-1]
+def seeded_order(key: bytes, count: int = DECK_SIZE) -> list[int]:
+    """A seeded deck's order, top card first: its top ``count`` places."""
+    return shuffled(ALL_CARDS, key, b"deck", count if count < DECK_SIZE else -1)[::-1][:count]
 
 
 def salts(key: bytes, count: int) -> list[bytes]:
@@ -141,23 +154,35 @@ class ListedDeck(Deck):
 
 class CommittedDeck(Deck):
     """A hand's own deck: seeded (``listed`` None: the order comes from the key) or
-    scripted (``listed``), and its commitment.  The order, salts and tree are worked
-    out when first needed, after the last entropy is mixed in; what is worked out is
-    fixed by the seed, the listed cards and the entropy, so it is no part of anyone's
-    state (the fields are private: ``Table.state()`` leaves them out)."""
+    scripted (``listed``), and its commitment.  The commitment's format and the places
+    it covers are fixed with :meth:`fix` when the antes close (``AntesCollected``); the
+    order, salts and leaves are worked out when first needed, after the last entropy is
+    mixed in.  What is worked out is fixed by the seed, the listed cards, the entropy,
+    the format and the span, so it is no part of anyone's state (the fields are private:
+    ``Table.state()`` leaves them out)."""
 
-    FIELDS = ("_seed", "_listed", "_entropy", "_order", "_salts", "_tree", "_places", "_proofs")
+    FIELDS = ("_seed", "_listed", "_entropy", "_format", "_span",
+              "_order", "_salts", "_root", "_leaves", "_tree", "_places", "_proofs")
     __slots__ = FIELDS
+    _order: list[int] | None        # the top places worked out so far (all of them, or the span's)
+    _salts: list[bytes]
+    _root: bytes
+    _leaves: bytes                  # format 2: published
+    _tree: list[list[bytes]]        # format 1: secret but for the paths
+    _places: dict[int, int]         # card -> its place, within the span
+    _proofs: dict[int, CardProof]   # card -> its proof, once made
 
     def __init__(self, seed: bytes, listed: list[int] | None = None) -> None:
         self._seed = seed
         self._listed = listed
         self._entropy: list[bytes] = []
-        self._order: list[int] | None = None
-        self._salts: list[bytes] = []
-        self._tree: list[list[bytes]] = []
-        self._places: dict[int, int] = {}       # card -> its place
-        self._proofs: dict[int, CardProof] = {}  # card -> its proof, once made
+        self._format = commitment.FORMAT
+        self._span = -1                         # the places committed (-1: the whole deck)
+        self._forget()
+
+    def _forget(self) -> None:
+        self._order = None
+        self._salts, self._root, self._leaves, self._tree, self._places, self._proofs = [], b"", b"", [], {}, {}
 
     def _blank(self) -> CommittedDeck:
         return CommittedDeck(b"")
@@ -167,49 +192,96 @@ class CommittedDeck(Deck):
         assert self._order is None, "entropy after the deck was fixed"
         self._entropy.append(entropy)
 
+    def fix(self, format: int, span: int) -> None:
+        """The commitment's format and how many places it covers from the top (what
+        ``AntesCollected`` publishes as ``deck_format`` and ``deck_size``)."""
+        span = min(span, self.size()) if span >= 0 else -1
+        if (format, span) != (self._format, self._span):
+            order = self._order
+            self._forget()
+            self._order = order
+            self._format, self._span = format, span
+
+    def format(self) -> int:
+        return self._format
+
+    def span(self) -> int:
+        """The places the commitment covers: the top ``span`` of the deck."""
+        size = self.size()
+        return size if self._span < 0 else min(self._span, size)
+
     def key(self) -> bytes:
         """What every secret of the deck derives from (never published)."""
         return self._seed if self._listed is not None else mixed_key(self._seed, self._entropy)
 
     def order(self) -> list[int]:
+        """The whole order, top first."""
+        return self._top(self.size())
+
+    def _top(self, count: int) -> list[int]:
+        """At least the top ``count`` places (a seeded deck shuffles no further than
+        asked: the places below the span are needed only by R17 and the audit)."""
         order = self._order
-        if order is None:
-            order = self._order = list(self._listed) if self._listed is not None else seeded_order(self.key())
+        if order is None or len(order) < min(count, self.size()):
+            if self._listed is not None:
+                order = list(self._listed)
+            else:
+                order = seeded_order(self.key(), count)
+            self._order = order
         return order
 
     def size(self) -> int:
         return len(self._listed) if self._listed is not None else DECK_SIZE
 
     def cards(self, start: int, count: int) -> list[int]:
-        return self.order()[start : start + count]
+        return self._top(start + count)[start : start + count]
 
     def reshuffled(self, cards: list[int], street: int) -> list[int]:
         """R17: the stub and the burns, shuffled with the deck's key, top first."""
         return shuffled(cards, self.key(), reshuffle_label(street))
 
     def root(self) -> str:
-        """The commitment: the Merkle root over the places, hex ("" with no cards)."""
-        if not self.size():
-            return ""
-        return self._committed()[-1][0].hex()
+        """The published commitment, hex ("" with no cards)."""
+        return self._committed().hex()
 
-    def _committed(self) -> list[list[bytes]]:
-        tree = self._tree
-        if not tree:
-            order = self.order()
-            self._salts = salts(self.key(), len(order))
-            tree = self._tree = commitment.levels(commitment.leaves(order, self._salts))
-            self._places = {card: p for p, card in enumerate(order)}
-        return tree
+    def leaves(self) -> bytes:
+        """Format 2: the leaves ``AntesCollected`` publishes (empty in format 1)."""
+        self._committed()
+        return self._leaves
+
+    def _committed(self) -> bytes:
+        root = self._root
+        if not root and self.size():
+            span = self.span()
+            top = self._top(span)[:span]
+            self._salts = salts(self.key(), span)
+            hashed = commitment.leaves(top, self._salts)
+            self._places = {card: p for p, card in enumerate(top)}
+            if self._format == commitment.MERKLE:
+                self._tree = commitment.levels(hashed)
+                root = self._tree[-1][0]
+            else:
+                self._leaves = b"".join(hashed)
+                root = commitment.leaves_root(self._leaves)
+            self._root = root
+        return root
 
     def proof(self, card: int) -> CardProof | None:
-        """The proof that opens ``card``'s place (None: not in this deck, such as a live
-        dealer's physical card)."""
+        """The proof that opens ``card``'s place (None: not in the committed places,
+        such as a live dealer's physical card)."""
         made = self._proofs.get(card)
         if made is None and self.size():
-            tree = self._committed()
+            self._committed()
             place = self._places.get(card)
             if place is None:
                 return None
-            made = self._proofs[card] = CardProof(place, self._salts[place], commitment.path(tree, place))
+            path = commitment.path(self._tree, place) if self._tree else b""
+            made = self._proofs[card] = CardProof(place, self._salts[place], path)
         return made
+
+
+def reach(game: Game, players: int) -> int:
+    """The most cards a hand of ``game`` with ``players`` dealt in can take from the
+    deck: each player's cards and a burn before every later street.  A deck that
+    deep never runs out (R17), so no card is ever dealt from below it."""
+    return players * sum(len(street.faces) for street in game.streets) + len(game.streets) - 1

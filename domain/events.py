@@ -151,10 +151,10 @@ class SeatOffered(Event, tag=True):
 
 
 class CardProof(msgspec.Struct, frozen=True):
-    """R32: what opens one place of the hand's deck commitment (``AntesCollected.deck_root``):
-    the place (0 = the top card), its 16-byte salt and the Merkle path (the siblings'
-    32-byte hashes from the leaf up, one after the other; ``commitment.py``).  Bytes
-    travel as base64 in JSON."""
+    """R32: what opens one place of the hand's deck commitment (``AntesCollected``): the
+    place (0 = the top card), its 16-byte salt and, in format 1 only, the Merkle path
+    (the siblings' 32-byte hashes from the leaf up, one after the other; empty in
+    format 2; ``commitment.py``).  Bytes travel as base64 in JSON."""
 
     place: int
     salt: bytes
@@ -236,12 +236,17 @@ class LastCardsExposed(Event, tag=True):
 
 class AntesCollected(Event, tag=True):
     """R5: the ante window closed; these seats are dealt in, in dealing order.  R32: the
-    deck is fixed now (the antes' entropy is in): ``deck_root`` commits to its
-    ``deck_size`` places before the first card ("": a live dealer's physical deck)."""
+    deck is fixed now (the antes' entropy is in): ``deck_root`` commits to its top
+    ``deck_size`` places before the first card ("": a live dealer's physical deck), in
+    ``deck_format`` (``commitment.py``): 2 publishes the places' leaves (``deck_leaves``,
+    32 bytes each, base64 in JSON) and hashes them into the root; 1, the format of
+    hands stored before 2026-12-02 (which have no such field), is a Merkle root."""
 
     seats: list[int]
     deck_root: str = ""
     deck_size: int = 0
+    deck_format: int = 1
+    deck_leaves: bytes = b""
 
 
 class RoundStarted(Event, tag=True):

@@ -37,8 +37,8 @@ TABLE_FIELDS: Final = (
 TABLE_DERIVED: Final = ("game",)                    # GAMES[config.game]
 HAND_DERIVED: Final = ("_in_order", "_live", "_actors", "_clockwise")   # from order and players
 HAND_OBJECTS: Final = ("players", "deck", "committed")                  # encoded on their own
-DECK_FIELDS: Final = ("_seed", "_listed", "_entropy")
-DECK_DERIVED: Final = ("_order", "_salts", "_tree", "_places", "_proofs")   # from the three above
+DECK_FIELDS: Final = ("_seed", "_listed", "_entropy", "_format", "_span")
+DECK_DERIVED: Final = ("_order", "_salts", "_root", "_leaves", "_tree", "_places", "_proofs")   # from the five above
 
 
 def _fingerprint() -> str:
@@ -133,6 +133,8 @@ def _hand(hand: HandState) -> dict[str, Any]:
         "seed": committed._seed.hex(),
         "listed": committed._listed,
         "entropy": [e.hex() for e in committed._entropy],
+        "format": committed._format,
+        "span": committed._span,
     }
     deck = hand.deck
     fields["deck"] = None if deck is committed else list(deck.order)  # type: ignore[attr-defined]
@@ -151,6 +153,7 @@ def _restore_hand(fields: dict[str, Any]) -> HandState:
     committed = CommittedDeck(bytes.fromhex(kept["seed"]), kept["listed"])
     for entropy in kept["entropy"]:
         committed.mix(bytes.fromhex(entropy))
+    committed.fix(kept["format"], kept["span"])
     stub = fields.pop("deck")
     hand.committed = committed
     hand.deck = committed if stub is None else ListedDeck(stub)

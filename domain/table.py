@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import msgspec
 
-from . import announcements, buy_ins, command_ids, waiting_list
+from . import announcements, buy_ins, command_ids, commitment, waiting_list
 from .authority import Sender, authorize
 from .buy_ins import SeatChips
 from .betting import bet_sizes, decide_action, next_to_act, options, round_complete, uncalled
@@ -34,7 +34,7 @@ from .commands import (
     SkipAnte, StartHand, Timeout,
 )
 from .config import TableConfig, too_many_players, validate
-from .deck import MAX_ENTROPY_BYTES, CommittedDeck, ListedDeck, scripted_key, seed_hash
+from .deck import MAX_ENTROPY_BYTES, CommittedDeck, ListedDeck, reach, scripted_key, seed_hash
 from .dealing import best_board, bring_in_seat, deal_first, deal_street, door_card, first_to_act
 from .errors import (
     ALREADY_LEAVING,
@@ -588,7 +588,10 @@ class Table:
             self._emit_departures(c)
             return
         deck = hand.committed       # R32: the entropy is in, the deck is fixed: commit to it
-        self._emit(AntesCollected(seats=posted, deck_root=deck.root(), deck_size=deck.size()))
+        assert self.game is not None
+        deck.fix(commitment.FORMAT, reach(self.game, len(posted)))
+        self._emit(AntesCollected(seats=posted, deck_root=deck.root(), deck_size=deck.span(),
+                                  deck_format=deck.format(), deck_leaves=deck.leaves()))
         if self._require_config().auto_deal:
             self._deal(c)
 
@@ -1079,6 +1082,7 @@ def _hand_cancelled(t: Table, e: HandCancelled) -> None:
 def _antes_collected(t: Table, e: AntesCollected) -> None:
     hand = t.hand
     assert hand is not None
+    hand.committed.fix(e.deck_format, e.deck_size)   # R32: a hand committed in format 1 stays in it
     for s in e.seats:
         hand.players[s].dealt_in = True
     dealt_in = set(e.seats)

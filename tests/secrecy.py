@@ -11,7 +11,7 @@ A :class:`Leak` is one of:
   to anyone but its owner (a mucked hand: but to the showdown's participants);
 * either of them also when a card PROOF (R32, ``CardProof`` anywhere in the message)
   opens such a card: what a proof opens is found by trying the cards against the
-  hand's commitment (``AntesCollected.deck_root``);
+  hand's commitment (``AntesCollected``);
 * ``unshown_proof`` (R32): a proof that opens a card its message does not show (a
   burned or undealt card, or a card the scan did not know to be hidden);
 * ``seed`` (R32 as revised: the seed never leaves the store): a hand's seed in any message;
@@ -195,7 +195,7 @@ class _HandSecrets:
         self.all_in: set[int] = set()           # a leave does not fold these (domain/table.py _leave)
         self.showdown: set[int] = set()         # the showdown's seats, once it starts
         self.seats = seats or {}                # player -> his seat in this hand
-        self.root, self.size = "", 0
+        self.published = commitment.Published("", 0)
         self._opened: dict[tuple[int, bytes, bytes], str | None] = {}
 
     def deal(self, cards: dict[str, int]) -> None:
@@ -206,7 +206,8 @@ class _HandSecrets:
     def follow(self, event: Event) -> None:
         """The public facts of ``event`` that change what may be seen."""
         if isinstance(event, AntesCollected):
-            self.root, self.size = event.deck_root, event.deck_size
+            self.published = commitment.Published(event.deck_root, event.deck_size, event.deck_format,
+                                                  event.deck_leaves)
         elif isinstance(event, ShowdownStarted):
             self.showdown = set(event.order)
         elif isinstance(event, HandShown) and self.showdown and event.seat not in self.gone:
@@ -243,8 +244,8 @@ class _HandSecrets:
         if key not in self._opened:
             order = [c for c in range(DECK_SIZE) if CARD_TEXT[c] in shown]
             order += [c for c in range(DECK_SIZE) if CARD_TEXT[c] not in shown]
-            self._opened[key] = next((CARD_TEXT[c] for c in order if commitment.opens(
-                self.root, self.size, proof.place, c, proof.salt, proof.path)), None)
+            self._opened[key] = next((CARD_TEXT[c] for c in order if self.published.opens(
+                proof.place, c, proof.salt, proof.path)), None)
         return self._opened[key]
 
 
@@ -308,7 +309,7 @@ class _TableScan:
                 self._leak(kind, f"seat {self.hand.hidden[text]}'s card {text}")
 
     def _scan_proofs(self, event: Event, shown: set[str], allowed: set[str]) -> None:
-        if not self.hand.root:
+        if not self.hand.published.root:
             return
         for proof in proofs_in(event):
             card = self.hand.opened(proof, shown)
@@ -360,9 +361,11 @@ def scan(messages: Iterable[Message], truth: Truth | None = None) -> Report:
 
 
 def _received(msg: Any, private: bool = False) -> Message:
-    """``studroom.pub.<table>`` or ``studroom.priv.<player>.<table>``."""
+    """``studroom.pub.<table>.<Event>`` or ``studroom.priv.<player>.<table>``."""
     version = (msg.headers or {}).get("Studroom-Version")
     *_, player, table = msg.subject.split(".")
+    if not private:
+        player, table = "", msg.subject.split(".")[2]
     return Message(table, int(version) if version and version.isdigit() else None, bytes(msg.data),
                    player if private else None)
 

@@ -9,8 +9,11 @@ MESSAGES.json holds what one player received from a table: a JSON list of
 ``{"version": N, "event": {...}}`` (the public copies and his private ones; ``version``
 is the ``Studroom-Version`` header), or simply a list of events in order. For every
 hand it checks that the deck was committed before the first card, and that every card
-he can see opens the commitment at the place it was dealt from. Prints one line per
-hand; exit code 0 when every hand checks out, 1 when one does not, 2 on unreadable input.
+he can see opens the commitment at the place it was dealt from. Both formats of the
+commitment are read: 2 (``AntesCollected.deck_format`` is 2: the leaves are published,
+a proof is a place and a salt) and 1 (no ``deck_format``: hands stored before
+2026-12-02, a Merkle root, a proof carries its path). Prints one line per hand; exit
+code 0 when every hand checks out, 1 when one does not, 2 on unreadable input.
 """
 
 from __future__ import annotations
@@ -27,17 +30,50 @@ def sha256(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def proof_opens(root: str, size: int, card: str, proof: dict) -> bool:
-    """Section 3 of the design note: recompute the root from the card and its proof."""
+class Commitment:
+    """What a hand's AntesCollected published (section 3 of the design note)."""
+
+    def __init__(self, event: dict) -> None:
+        self.root, self.size = event.get("deck_root", ""), event.get("deck_size", 0)
+        self.format = event.get("deck_format", 1)
+        try:
+            self.leaves: bytes | None = base64.b64decode(event.get("deck_leaves", ""), validate=True)
+        except (TypeError, ValueError):
+            self.leaves = None
+
+    def problem(self) -> str | None:
+        """Why it does not hold together, if it does not."""
+        if self.leaves is None:
+            self.leaves = b""
+            return "the leaves are not base64"
+        if not self.root:
+            return None if not self.size and not self.leaves else "no root, but places or leaves"
+        if self.format == 2:
+            if len(self.leaves) != 32 * self.size:
+                return f"{len(self.leaves) // 32} leaves published for {self.size} places"
+            if sha256(b"\x02" + self.leaves).hex() != self.root:
+                return "the published leaves do not make the root"
+            return None
+        if self.format != 1 or self.leaves:
+            return f"format {self.format} with {len(self.leaves)} bytes of leaves is not one this verifier knows"
+        return None
+
+
+def proof_opens(commitment: Commitment, card: str, proof: dict) -> bool:
+    """Section 3 of the design note: the card and its proof make the published leaf
+    (format 2), or lead to the root (format 1)."""
     try:
         place, salt, path = proof["place"], base64.b64decode(proof["salt"]), base64.b64decode(proof["path"])
     except (KeyError, TypeError, ValueError):
         return False
-    if not (isinstance(place, int) and 0 <= place < size and len(salt) == 16):
+    if not (isinstance(place, int) and 0 <= place < commitment.size and len(salt) == 16):
         return False
     if not (isinstance(card, str) and len(card) == 2 and card[0] in RANKS and card[1] in SUITS):
         return False
     h = sha256(b"\x00" + bytes([place]) + card.encode("ascii") + salt)
+    if commitment.format == 2:
+        return path == b"" and h == commitment.leaves[32 * place : 32 * place + 32]
+    root, size = commitment.root, commitment.size
     index, width, used = place, size, 0
     while width > 1:
         if index % 2 == 1 or index + 1 < width:          # a sibling on this level
@@ -55,7 +91,7 @@ class Hand:
 
     def __init__(self, number: int) -> None:
         self.number = number
-        self.root, self.size = None, 0
+        self.commitment: Commitment | None = None
         self.street = -1
         self.place = 0                 # the next card's place in the committed order
         self.reshuffled = False
@@ -67,7 +103,10 @@ class Hand:
     def check(self, event: dict) -> None:
         kind = event.get("type")
         if kind == "AntesCollected":
-            self.root, self.size = event.get("deck_root", ""), event.get("deck_size", 0)
+            self.commitment = Commitment(event)
+            problem = self.commitment.problem()
+            if problem:
+                self.problems.append(f"the commitment does not hold together: {problem}")
         elif kind == "CardsDealt":
             self.deal(event)
         elif kind == "LastCardsExposed":
@@ -79,7 +118,7 @@ class Hand:
     def deal(self, event: dict) -> None:
         street = event["street"]
         where = f"street {street}"
-        if self.root is None:
+        if self.commitment is None:
             self.problems.append(f"{where} was dealt before the deck was committed")
         if street != self.street + 1:
             self.problems.append(f"{where} came after street {self.street}")
@@ -98,7 +137,7 @@ class Hand:
         dealt = self.seats.get(seat, [])
         if len(dealt) != len(cards) or any(d is not None and d != c for d, c in zip(dealt, cards)):
             self.problems.append(f"seat {seat} showed {cards}, but was dealt {dealt}")
-        if self.root and len(proofs) != len(cards):
+        if self.commitment and self.commitment.root and len(proofs) != len(cards):
             self.problems.append(f"seat {seat} showed {len(cards)} cards with {len(proofs)} proofs")
         for card, proof in zip(cards, proofs):
             self.card(card, proof, None, f"seat {seat}'s shown {card}")
@@ -106,13 +145,13 @@ class Hand:
     def card(self, card: str | None, proof: dict | None, place: int | None, whose: str) -> None:
         if card is None:
             return
-        if not self.root:
+        if self.commitment is None or not self.commitment.root:
             return                                         # a live dealer's physical card
         if proof is None:
             self.problems.append(f"{whose}: {card} came without a proof")
             return
         self.proofs += 1
-        if not proof_opens(self.root, self.size, card, proof):
+        if not proof_opens(self.commitment, card, proof):
             self.problems.append(f"{whose}: {card} does not open the commitment at place {proof['place']}")
             return
         if place is not None and not self.reshuffled and proof["place"] != place:

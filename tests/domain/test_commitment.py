@@ -61,3 +61,48 @@ def test_R32_a_changed_card_salt_path_or_root_opens_nothing():
     assert not commitment.opens(root, 52, 9, cards[9], salts[9], bytes(32) + path[32:])
     assert not commitment.opens("00" * 32, 52, 9, cards[9], salts[9], path)
     assert not commitment.opens(root, 52, 52, cards[9], salts[9], path)
+
+
+# ------------------------------------------------------------------ format 2: the leaves published
+
+
+def published_of(size: int) -> tuple[list[int], list[bytes], commitment.Published]:
+    cards, salts, tree = deck_of(size)
+    joined = b"".join(tree[0])
+    root = hashlib.sha256(b"\x02" + joined).hexdigest()             # the note's words, not the module's
+    return cards, salts, commitment.Published(root, size, commitment.LEAVES, joined)
+
+
+@given(SIZES)
+def test_R32_format_2_opens_each_place_with_its_salt_alone_and_nothing_else(size):
+    cards, salts, published = published_of(size)
+    assert published.sound
+    for place, card in enumerate(cards):
+        assert published.opens(place, card, salts[place], b"")
+        assert not published.opens(place, (card + 1) % 52, salts[place], b"")
+        for other in {place - 1, place + 1} & set(range(size)):
+            assert not published.opens(other, card, salts[place], b"")
+    assert not published.opens(size, cards[0], salts[0], b"")
+
+
+def test_R32_format_2_a_changed_card_salt_path_leaf_or_root_opens_nothing():
+    cards, salts, published = published_of(52)
+    root, leaves = published.root, published.leaves
+    assert published.opens(9, cards[9], salts[9], b"")
+    assert not published.opens(9, cards[9], bytes(16), b"")
+    assert not published.opens(9, cards[9], salts[9], bytes(32))        # a path has no place in format 2
+    changed = leaves[: 9 * 32] + bytes(32) + leaves[10 * 32 :]
+    for forged in (commitment.Published(root, 52, commitment.LEAVES, changed),      # the root gives it away
+                   commitment.Published("00" * 32, 52, commitment.LEAVES, leaves),
+                   commitment.Published(root, 51, commitment.LEAVES, leaves),
+                   commitment.Published(root, 52, commitment.LEAVES, leaves[:-1]),
+                   commitment.Published(root, 52, 3, leaves),                        # a format no one knows
+                   commitment.Published(root, 52, commitment.MERKLE, leaves)):
+        assert not forged.sound and not forged.opens(9, cards[9], salts[9], b"")
+
+
+def test_R32_a_live_dealers_empty_commitment_is_sound_and_opens_nothing():
+    for fmt in commitment.FORMATS:
+        nothing = commitment.Published("", 0, fmt)
+        assert nothing.sound and not nothing.opens(0, 0, bytes(16), b"")
+    assert not commitment.Published("", 3).sound

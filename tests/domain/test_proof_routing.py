@@ -37,24 +37,24 @@ def cards_with_proofs(event: Event) -> Iterator[tuple[str, CardProof | None]]:
         yield from zip(event.cards, event.proofs or [None] * len(event.cards))
 
 
-def opened(proof: CardProof, root: str, size: int) -> list[str]:
+def opened(proof: CardProof, published: commitment.Published) -> list[str]:
     """The cards the proof opens (all 52 tried; the same proof reaches many readers)."""
-    key = (root, size, proof.place, proof.salt, proof.path)
+    key = (published.root, proof.place, proof.salt, proof.path)
     found = _OPENED.get(key)
     if found is None:
         found = _OPENED[key] = [show(c) for c in range(52)
-                                if commitment.opens(root, size, proof.place, c, proof.salt, proof.path)]
+                                if published.opens(proof.place, c, proof.salt, proof.path)]
     return found
 
 
-_OPENED: dict[tuple[str, int, int, bytes, bytes], list[str]] = {}
+_OPENED: dict[tuple[str, int, bytes, bytes], list[str]] = {}
 
 
 class Hand:
     """What the dealer knows of one hand: who may see which card."""
 
     def __init__(self) -> None:
-        self.root, self.size = "", 0
+        self.published = commitment.Published("", 0)
         self.public: set[str] = set()
         self.down: dict[int, set[str]] = {}
         self.participants: set[int] = set()
@@ -62,7 +62,8 @@ class Hand:
 
     def learn(self, event: Event) -> None:
         if isinstance(event, AntesCollected):
-            self.root, self.size = event.deck_root, event.deck_size
+            self.published = commitment.Published(event.deck_root, event.deck_size, event.deck_format,
+                                                  event.deck_leaves)
         elif isinstance(event, CardsDealt):
             for d in event.cards:
                 (self.public if d.up else self.down.setdefault(d.seat, set())).add(d.card)
@@ -106,9 +107,9 @@ def test_R32_R23_every_card_a_reader_gets_is_proven_and_no_proof_opens_another(g
                     allowed = hand.may_see(reader)
                     for card, proof in cards_with_proofs(copy):
                         assert card in allowed, (reader, type(copy).__name__, card)
-                        assert proof is not None and opened(proof, hand.root, hand.size) == [card]
+                        assert proof is not None and opened(proof, hand.published) == [card]
                     for proof in proofs_in(copy):
-                        (card,) = opened(proof, hand.root, hand.size)
+                        (card,) = opened(proof, hand.published)
                         assert card in allowed, (reader, type(copy).__name__, card)
                         checked["proofs"] += 1
                     if isinstance(copy, HandMucked) and copy.cards and reader != copy.seat:

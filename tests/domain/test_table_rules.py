@@ -195,7 +195,9 @@ def test_R32_the_seed_is_committed_first_the_deck_before_the_first_card_and_the_
     assert started.commitment == seed_hash(seed) == hashlib.sha256(seed).hexdigest()
     committed = next(i for i, e in enumerate(events) if isinstance(e, AntesCollected))
     first_card = next(i for i, e in enumerate(events) if isinstance(e, CardsDealt))
-    assert committed < first_card and len(events[committed].deck_root) == 64 and events[committed].deck_size == 52
+    collected = events[committed]
+    assert committed < first_card and len(collected.deck_root) == 64 and collected.deck_format == 2
+    assert collected.deck_size == 4 * 7 + 4 and len(collected.deck_leaves) == 32 * 32   # the cards a hand can take
     public = b"".join(msgspec.json.encode(views.public(e)) for e in events)
     assert started.seed.encode() not in public and isinstance(events[-1], HandEnded)
     deck = seeded_order(seed)                        # no entropy: the key is the seed

@@ -1,6 +1,7 @@
 """`studroom hand play` and `studroom hand audit` (services/cli/main.py) as a person runs
 them: a missing file or bad JSON is one line on stderr and exit code 2, never a
-traceback; an audit passes an honest table's stream and fails a tampered one."""
+traceback; an audit passes an honest table's stream (hands stored in the commitment's
+format 1 too) and fails a tampered one."""
 
 from __future__ import annotations
 
@@ -86,6 +87,15 @@ def test_R32_a_whole_tables_stream_and_a_players_messages_audit_clean(tmp_path):
     messages = tmp_path / "messages.json"
     messages.write_bytes(msgspec.json.encode(mine))
     assert studroom("audit", str(messages)).returncode == 0
+
+
+@pytest.mark.parametrize("path", sorted((SCENARIOS.parent / "fixtures" / "deck_v1").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_R32_hands_stored_in_the_commitments_format_1_audit_clean(path):
+    """Hands stored before format 2 (their AntesCollected has no deck_format)."""
+    run = studroom("audit", str(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert all(a["fair"] and a["cards"] > 0 for a in json.loads(run.stdout))
 
 
 def test_an_audit_of_something_that_is_no_stream_of_hands_is_exit_code_2(tmp_path):

@@ -1,6 +1,8 @@
 """The standalone verifier (verifier/verify_deck.py), run as a player would run it on
-his own messages: honest hands pass, a swapped card, a changed salt or a card from
-another place fails, naming it; it needs nothing but Python's standard library."""
+his own messages: honest hands pass, in both formats of the commitment (hands stored in
+format 1 before format 2 existed too); a swapped card, a changed salt, a card from
+another place or published leaves that do not make the root fail, naming it; it needs
+nothing but Python's standard library."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import msgspec
 import pytest
 
 from studroom.domain import views
-from studroom.domain.events import CardsDealt, DealtCard, Event
+from studroom.domain.events import AntesCollected, CardsDealt, DealtCard, Event, TableEvent
 from studroom.domain.simulate import new_table, play_hand
 
 VERIFIER = Path(__file__).resolve().parents[2] / "verifier" / "verify_deck.py"
@@ -120,3 +122,47 @@ def test_unreadable_input_is_one_line_and_exit_code_2(tmp_path, content):
     path.write_text(content, encoding="utf-8")
     run = subprocess.run([sys.executable, "-I", str(VERIFIER), str(path)], capture_output=True, text=True)
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1 and "Traceback" not in run.stderr
+
+
+# ------------------------------------------------------------------ both formats of the commitment
+
+FORMAT_1 = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "deck_v1").glob("*.json"))
+
+
+def stored(path: Path) -> list[Event]:
+    return msgspec.json.decode(path.read_bytes(), type=list[TableEvent])
+
+
+@pytest.mark.parametrize("path", FORMAT_1, ids=lambda p: p.stem)
+def test_R32_hands_stored_in_format_1_still_verify_for_every_reader(tmp_path, path):
+    """Hands committed with the Merkle root before format 2 existed (no deck_format)."""
+    events = stored(path)
+    assert all(e.deck_format == 1 and e.deck_leaves == b"" for e in events if isinstance(e, AntesCollected))
+    seats = sorted({d.seat for e in events if isinstance(e, CardsDealt) for d in e.cards})
+    for reader in [None, *seats]:
+        data = ([msgspec.to_builtins(views.public(e)) for e in events] if reader is None
+                else messages(events, reader))
+        run = verify(tmp_path, data)
+        assert run.returncode == 0 and " ok, " in run.stdout, (reader, run.stdout + run.stderr)
+
+
+def test_R32_new_hands_are_format_2_and_verify(tmp_path):
+    events = table_stream(2, 5, seed=9)
+    collected = [e for e in events if isinstance(e, AntesCollected)]
+    assert collected and all(e.deck_format == 2 and len(e.deck_leaves) == 32 * e.deck_size == 32 * 18
+                             for e in collected)
+    run = verify(tmp_path, messages(events, 1))
+    assert run.returncode == 0 and run.stdout.count(" ok, ") == 5
+
+
+@pytest.mark.parametrize("forge, named", [
+    (lambda e: msgspec.structs.replace(e, deck_leaves=e.deck_leaves[:32] + bytes(32) + e.deck_leaves[64:]),
+     "the published leaves do not make the root"),
+    (lambda e: msgspec.structs.replace(e, deck_root="00" * 32), "the published leaves do not make the root"),
+    (lambda e: msgspec.structs.replace(e, deck_leaves=e.deck_leaves[:-32]), "17 leaves published for 18 places"),
+    (lambda e: msgspec.structs.replace(e, deck_format=3), "format 3"),
+])
+def test_R32_format_2_leaves_that_do_not_hold_together_are_rejected(tmp_path, forge, named):
+    events = [forge(e) if isinstance(e, AntesCollected) else e for e in table_stream(2, 1, seed=4)]
+    run = verify(tmp_path, messages(events, 0))
+    assert run.returncode == 1 and "the commitment does not hold together" in run.stdout and named in run.stdout
