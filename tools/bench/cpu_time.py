@@ -29,18 +29,17 @@ def pid_from(path: Path) -> int | None:
 class CpuMeter:
     """Samples of the CPU seconds of each part of one room."""
 
-    def __init__(self, services: Services, nats_pid: int | None, postgres_pid: int | None) -> None:
+    def __init__(self, services: Services, nats_pid: int | None, *postgres_pids: int | None) -> None:
         self.services = services
         self.nats_pid = nats_pid
-        self.postgres_pid = postgres_pid
+        self.postgres_pids = postgres_pids      # each server's postmaster: "postgres" is their sum
 
     def parts(self) -> list[tuple[str, int]]:
         found = [(self.services.lives[name].command[len(SERVE)], proc.pid)
                  for name, proc, _ in self.services.procs]
         if self.nats_pid:
             found.append(("nats-server", self.nats_pid))
-        if self.postgres_pid:
-            found.append(("postgres", self.postgres_pid))
+        found += [("postgres", pid) for pid in self.postgres_pids if pid]
         return found
 
     def sample(self) -> dict[str, float]:

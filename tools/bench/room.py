@@ -3,12 +3,14 @@ service ``studroom room`` runs (table service(s), relay, timer, cashier, lobby, 
 ledger) as child processes, instant bots in this process, and the CPU of each process
 per action from ``/proc``, beside the bare commits and NATS round trips of the same run.
 
-    studroom bench room [--tables 4,16,64] [--layouts 1x1,2x2] [--seconds 30] [--idle 15]
+    studroom bench room [--tables 4,16,64] [--layouts 1x1,2x2,2x2x2] [--seconds 30] [--idle 15]
                         [--bots-per-table B] [--auth on|off|both]
 
-Each row has servers of its own: a database of its own on the run's PostgreSQL (its
-layout recorded there, so that 1 and 2 stores never meet) and a NATS server of its own
-(its streams, consumers and buckets start empty).  In each row the floor opens the
+A layout is instances x stores [x PostgreSQL servers] (default 1 server).  Each row has
+servers of its own: a database of its own on each of the run's PostgreSQL servers it
+uses (its layout and where its stores live recorded on the first, its home, so that 1
+and 2 stores never meet) and a NATS server of its own (its streams, consumers and
+buckets start empty).  In each row the floor opens the
 tables, the row measures ``--idle`` seconds of CPU with nobody seated, then the bots sit
 down and play; after a warm-up the row measures ``--seconds``.
 """
@@ -24,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,7 +43,7 @@ from studroom.services.runtime.processes.supervisor import Services, child_env
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.store.inspect import events_stored
-from studroom.services.store.layout import store_schemas
+from studroom.services.store.layout import check_recorded_layout, store_schemas
 from studroom.services.warden.connections import watching
 
 from .baselines import bare_commits_per_second, bare_nats_round_trips
@@ -118,22 +121,46 @@ async def _play(row: Row, nats_url: str, database_url: str, nats: EmbeddedNats, 
             await room.stop()
 
 
-def measure(row: Row, postgres: EmbeddedPostgres, folder: Path, options: Options, progress: RowProgress) -> None:
-    """One row on a database and a NATS server of its own; its problems in ``row.problems``."""
-    database = f"bench_{folder.name}"
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+@contextlib.contextmanager
+def _databases(servers: list[EmbeddedPostgres], database: str) -> Iterator[list[str]]:
+    """A database named ``database`` on each server, its URL each (dropped on exit)."""
+    made: list[EmbeddedPostgres] = []
     try:
-        database_url = postgres.url_for(database)
+        for server in servers:
+            with psycopg.connect(server.url, autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+            made.append(server)
+        yield [server.url_for(database) for server in servers]
+    finally:
+        for server in made:
+            with contextlib.suppress(psycopg.Error), psycopg.connect(server.url, autocommit=True) as conn:
+                conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database)))
+
+
+def elsewhere(layout: Layout, urls: list[str]) -> dict[int, str]:
+    """Where the stores not at home live: store ``j`` on server ``j % servers`` (as
+    ``studroom room --db-servers``), ``urls[0]`` being home."""
+    return {j: urls[j % layout.servers] for j in range(layout.stores) if j % layout.servers}
+
+
+def measure(row: Row, postgres: list[EmbeddedPostgres], folder: Path, options: Options,
+            progress: RowProgress) -> None:
+    """One row on a database of its own on each server it uses (the first is home) and
+    a NATS server of its own; its problems in ``row.problems``."""
+    servers = postgres[:row.layout.servers]
+    with _databases(servers, f"bench_{folder.name}") as urls:
+        database_url, stores_elsewhere = urls[0], elsewhere(row.layout, urls)
         progress.phase("starting NATS and the services")
         with EmbeddedNats(folder, auth=row.auth) as nats:
-            services = Services(child_env(nats.url, database_url, folder), folder / "logs",
+            services = Services(child_env(nats.url, database_url, folder, stores_elsewhere), folder / "logs",
                                 instances=row.layout.instances, stores=row.layout.stores, timers=True,
                                 authority=nats.authority)
-            services.start()
             try:
+                # the layout and each store's server recorded once, before the services race to
+                check_recorded_layout(database_url, row.layout.stores, urls=stores_elsewhere)
+                services.start()
                 meter = CpuMeter(services, pid_from(nats.home / "nats.pid"),
-                                 pid_from(postgres.pgdata / "postmaster.pid"))
+                                 *(pid_from(server.pgdata / "postmaster.pid") for server in servers))
                 plans = plan_tables(table_ids(row.tables), options.bots_per_table, {})
                 asyncio.run(_play(row, nats.url, database_url, nats, plans, meter, options, progress))
             except Exception as error:       # one row failing (a service refused, ...) is reported, the rest run
@@ -142,9 +169,6 @@ def measure(row: Row, postgres: EmbeddedPostgres, folder: Path, options: Options
                 row.problems += services.dead()
                 progress.phase("stopping the services")
                 row.problems += services.stop()
-    finally:
-        with psycopg.connect(postgres.url, autocommit=True) as conn, contextlib.suppress(psycopg.Error):
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database)))
 
 
 def bench(options: Options, out: IO[str] = sys.stdout) -> list[Row]:
@@ -158,8 +182,14 @@ def bench(options: Options, out: IO[str] = sys.stdout) -> list[Row]:
     rows = options.rows()
     temporary = Path(tempfile.mkdtemp(prefix="studroom-bench-room-"))
     try:
-        with EmbeddedPostgres(temporary) as postgres, EmbeddedNats(temporary / "open", auth=False) as open_nats:
+        with contextlib.ExitStack() as stack:
+            postgres = stack.enter_context(EmbeddedPostgres(temporary))
+            open_nats = stack.enter_context(EmbeddedNats(temporary / "open", auth=False))
+            more = max(layout.servers for layout in options.layouts) - 1
+            servers = [postgres, *(stack.enter_context(EmbeddedPostgres(temporary, folder=f"postgres-{i}"))
+                                   for i in range(1, more + 1))]
             say(f"bench room: {len(rows)} row(s): tables {', '.join(map(str, options.tables))}; instances x stores "
+                f"[x PostgreSQL servers] "
                 f"{', '.join(map(str, options.layouts))}; authorization "
                 f"{' and '.join('on' if a else 'off' for a in options.auth)}; {options.bots_per_table} instant bots "
                 f"a table; {options.idle:g} s idle, {WARM_UP:g} s warm-up, {options.seconds:g} s measured a row")
@@ -170,7 +200,7 @@ def bench(options: Options, out: IO[str] = sys.stdout) -> list[Row]:
             say(f"baselines: bare commits {commit_rate:,.0f}/s, bare NATS round trips {nats_rate:,.0f}/s")
             for number, row in enumerate(rows, 1):
                 with RowProgress(f"row {number}/{len(rows)}: {row.label}", out) as progress:
-                    measure(row, postgres, temporary / f"row{number}", options, progress)
+                    measure(row, servers, temporary / f"row{number}", options, progress)
                 say(f"row {number}/{len(rows)}: {row.label}: {row.actions_per_s:,.0f} actions/s, "
                     f"server CPU {row.server_ms:.2f} ms/action, load average {os.getloadavg()[0]:.1f}"
                     + (" (problems)" if row.problems else ""))
@@ -207,8 +237,11 @@ def _positive(value: str) -> int:
 
 def _layout(value: str) -> Layout:
     layout = Layout.parse(value)
-    if layout.instances < 1 or layout.stores < 1:
+    if layout.instances < 1 or layout.stores < 1 or layout.servers < 1:
         raise ValueError(value)
+    if layout.servers > layout.stores:
+        raise argparse.ArgumentTypeError(f"--layouts {value}: more PostgreSQL servers than stores "
+                                         f"(store j lives on server j % servers)")
     return layout
 
 
@@ -216,7 +249,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tables", type=_list_of(_positive, "--tables"), default=(16,),
                         help="tables played at once, a row each: e.g. 4,16,64 (default 16)")
     parser.add_argument("--layouts", type=_list_of(_layout, "--layouts"), default=(Layout(1, 1),),
-                        help="instances x stores, a row each: e.g. 1x1,2x2 (default 1x1)")
+                        help="instances x stores [x PostgreSQL servers, default 1], a row each: "
+                             "e.g. 1x1,2x2,2x2x2 (default 1x1)")
     parser.add_argument("--seconds", type=positive_float, default=30.0, help="measured per row (default 30)")
     parser.add_argument("--idle", type=_non_negative, default=15.0,
                         help="seconds of CPU measured with the tables open and nobody seated, per row; 0: none (default 15)")

@@ -16,21 +16,25 @@ from studroom.tools.room_cpu import BOTS, PARTS, less_idle_ms, ms_per_action, sh
 
 GOAL_CPU_MS = 1.0            # issue 20: server CPU per action at 16 tables
 GOAL_P99_MS = 20.0
+GOAL_SCALE = 0.15            # issue 20: 2 instances and 2 stores within 15 % of 1 and 1, CPU per action
 
 
 @dataclass(frozen=True)
 class Layout:
     instances: int
     stores: int
+    servers: int = 1             # PostgreSQL servers the stores are spread over (store j on server j % servers)
 
     @classmethod
     def parse(cls, text: str) -> Layout:
-        """``2x2``: instances x stores."""
-        instances, _, stores = text.lower().partition("x")
-        return cls(int(instances), int(stores))
+        """``2x2``: instances x stores; ``2x2x2``: and PostgreSQL servers (default 1)."""
+        numbers = [int(part) for part in text.lower().split("x")]
+        if len(numbers) not in (2, 3):
+            raise ValueError(text)
+        return cls(*numbers)
 
     def __str__(self) -> str:
-        return f"{self.instances}x{self.stores}"
+        return f"{self.instances}x{self.stores}" + (f"x{self.servers}" if self.servers != 1 else "")
 
 
 @dataclass
@@ -143,6 +147,11 @@ def _goals(rows: list[Row], commit_rate: float, say: Callable[[str], None]) -> N
     if not room:
         return
     say("")
+    for wide, one in scale_pairs(rows):
+        change = wide.server_ms / one.server_ms - 1
+        say(f"goals, {wide.tables} tables {wide.layout} beside 1x1, auth {'on' if wide.auth else 'off'}: server CPU "
+            f"{_f2(wide.server_ms)} vs {_f2(one.server_ms)} ms/action, {change:+.0%} (within {GOAL_SCALE:.0%}: "
+            f"{'met' if change <= GOAL_SCALE else 'NOT met'})")
     for r in room:
         cpu_ok = r.server_ms <= GOAL_CPU_MS
         rate_ok = r.actions_per_s >= commit_rate
@@ -151,6 +160,14 @@ def _goals(rows: list[Row], commit_rate: float, say: Callable[[str], None]) -> N
             f"{'met' if cpu_ok else 'NOT met'}); actions/s {rate(r.actions_per_s)} >= bare commits "
             f"{rate(commit_rate)}: {'met' if rate_ok else 'NOT met'}; p99 {r.p99 * 1000:.1f} ms "
             f"(<= {GOAL_P99_MS:g}: {'met' if p99_ok else 'NOT met'})")
+
+
+def scale_pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
+    """Each played row of 2 instances and 2 stores (on any number of servers) beside the
+    1x1 row of as many tables and the same authorization, when both were played."""
+    ones = {(r.tables, r.auth): r for r in rows if r.layout == Layout(1, 1) and r.actions and r.server_ms > 0}
+    return [(r, ones[r.tables, r.auth]) for r in rows
+            if (r.layout.instances, r.layout.stores) == (2, 2) and r.actions and (r.tables, r.auth) in ones]
 
 
 def _report_cost_of_authorization(rows: list[Row], say: Callable[[str], None]) -> None:
