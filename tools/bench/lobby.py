@@ -285,7 +285,7 @@ _DECIMALS = {"lobby CPU ms / action": 3, "KV writes / action": 3, "idle CPU % of
 
 def side_by_side(rows: dict[int, dict[str, float]]) -> str:
     """The lag rows, a column for each ``--write-every-ms`` (0: as before issue 20)."""
-    header = ["measured", *(f"every {every} ms" + (" (before)" if every == 0 else "") for every in rows)]
+    header = ["measured", *(f"every {every} ms" + (" (writes as before)" if every == 0 else "") for every in rows)]
     names = list(next(iter(rows.values())))
     decimals = {name: _DECIMALS.get(name, 1 if name.endswith("ms") else 0) for name in names}
     return table(header, [[name, *(f"{row[name]:,.{decimals[name]}f}" for row in rows.values())] for name in names],
