@@ -1,8 +1,10 @@
 """One lane per table: its public events applied in order, exactly once, and written to
 the bucket with compare-and-set.
 
-Messages of a table wait in its lane while the previous batch is written; the next
-batch takes all of them (under load a write carries many events).  A batch starts from
+Messages of a table wait in its lane while the previous batch is written, and until
+``every`` seconds (``EVERY``, 250 ms) have passed since that batch began; the next batch
+takes all of them, so a table is written at most four times a second whatever the pace
+of play (issue 20).  A batch starts from
 the entry as last written (or read from the bucket, if it is the lobby's own:
 :mod:`.ownership`), applies what :func:`.ordering.place` says is next, and writes once,
 naming the revision it started from: if another instance wrote meanwhile, the write is
