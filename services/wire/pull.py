@@ -205,7 +205,13 @@ class PullLoop:
                 await self._set_aside(msg, times, f"{type(e).__name__}: {e}")
         finally:
             self.handling -= 1
-            self._wake.set()
+            if self._may_ask():           # else the loop has nothing to do: let it sleep
+                self._wake.set()
+
+    def _may_ask(self) -> bool:
+        """Is there room for the next pull request (what :meth:`run` waits for)?"""
+        free = self.max_inflight - self.requested - self.handling
+        return free >= self.batch or (self.requested == 0 and free > 0)
 
     async def _set_aside(self, msg: Any, times: int, reason: str) -> None:
         """Record ``msg`` as a dead letter, then acknowledge it; if it cannot be recorded
@@ -242,9 +248,8 @@ class PullLoop:
                     self._reset = False
                     self.requested = 0
                     self._last_seen = time.monotonic()
-                free = self.max_inflight - self.requested - self.handling
-                if free >= self.batch or (self.requested == 0 and free > 0):
-                    ask = min(free, self.batch)
+                if self._may_ask():
+                    ask = min(self.max_inflight - self.requested - self.handling, self.batch)
                     request = {"batch": ask, "expires": int(self.expires * 1e9),
                                "idle_heartbeat": int(self.heartbeat * 1e9)}
                     try:

@@ -279,3 +279,15 @@ def test_a_letter_that_cannot_be_recorded_now_leaves_its_message_for_later() -> 
     msg = AckedMsg(num_delivered=2)
     _handle(_poison, msg, FakeDeadLetters(fail=True))
     assert msg.acks == 0 and msg.naks == [pytest.approx(backoff(2))]
+
+
+def test_a_message_handled_wakes_the_loop_only_when_the_next_pull_request_may_be_sent() -> None:
+    """Issue 20: a wake-up per message handled cost the loop a round of its own for
+    nothing while the open pull requests still had room."""
+    loop = PullLoop(FakeNats(), "S", "C", _noop, max_inflight=4, batch=2)
+    loop.requested, loop.handling = 3, 1
+    asyncio.run(loop._handle(FakeMsg(data=b"x")))
+    assert not loop._wake.is_set()                   # 1 free, 3 still asked for: nothing to ask
+    loop.requested, loop.handling = 2, 1
+    asyncio.run(loop._handle(FakeMsg(data=b"y")))
+    assert loop._wake.is_set()                       # room for a batch: ask
