@@ -110,11 +110,8 @@ class StoreRelay:
         self.wake.set()
 
     async def _idle(self) -> None:
-        """Wait for a nudge; not longer than the poll, nor than the position record may wait."""
-        wait = self.config.poll_interval
-        if self.unrecorded:
-            due = self._recorded_at + self.config.position_interval - time.monotonic()
-            wait = max(0.0, min(wait, due))
+        """Wait for a nudge; not longer than the position record may wait."""
+        wait = self.config.position_interval if self.unrecorded else self.config.poll_interval
         await pause(self.wake, wait)
 
     # -- the loop
