@@ -222,7 +222,7 @@ class Drivers:
         assert reply.ok, f"{table_id}: {command} refused: {reply.error}"
 
     async def _on_public(self, msg: Any) -> None:
-        table_id = msg.subject.rsplit(".", 1)[1]
+        table_id = subjects.table_of_public(msg.subject)
         event = _decode(msg.data)
         self.seen[table_id].append((time.time() * 1000, event))
         if isinstance(event, HandStarted) and table_id not in self._sat_out:
