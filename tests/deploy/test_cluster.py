@@ -144,7 +144,7 @@ async def public_stream(nc: Any, tables: set[str]) -> tuple[int, list[tuple[str,
     try:
         while len(seen) < info.state.messages:
             for msg in await sub.fetch(500, timeout=5):
-                seen.append((msg.subject.rsplit(".", 1)[1], int(msg.headers[subjects.VERSION_HEADER])))
+                seen.append((subjects.table_of_public(msg.subject), int(msg.headers[subjects.VERSION_HEADER])))
     finally:
         await sub.unsubscribe()
     assert {table for table, _ in seen} <= tables

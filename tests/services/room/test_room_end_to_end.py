@@ -141,7 +141,7 @@ class Spy:
             self.private.append((msg.subject, msg.data, dict(msg.headers or {})))
 
         async def on_public(msg: Any) -> None:
-            table = msg.subject.rsplit(".", 1)[1]
+            table = subjects.table_of_public(msg.subject)
             self.public[table].append((msg.data, dict(msg.headers or {})))
 
         for table_id in table_ids:
