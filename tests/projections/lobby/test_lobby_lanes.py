@@ -32,6 +32,7 @@ from studroom.projections.lobby.mirror import Mirror
 from studroom.projections.lobby.stream import stored_ms
 from studroom.services.wire import subjects
 from studroom.services.wire.pull import stamp_ms
+from subject_matching import matches
 
 TABLE = "t"
 _encode = msgspec.json.Encoder().encode
@@ -67,12 +68,6 @@ class Msg:
         self.naks.append(delay or 0.0)
 
 
-def _matches(pattern: str | None, subject: str) -> bool:
-    """A subject filter with ``*`` tokens, as the server applies it."""
-    wanted, got = (pattern or "").split("."), subject.split(".")
-    return len(wanted) == len(got) and all(w in ("*", g) for w, g in zip(wanted, got))
-
-
 def stored_at(seq: int) -> int:
     """When the stream stored message ``seq`` (ms)."""
     return T0 + 1_000 * seq
@@ -100,7 +95,7 @@ class Stream:
                       direct: bool = False) -> Any:
         assert direct and stream == subjects.PUBLIC_STREAM and next == (subject is not None)
         for m in sorted(self.messages.values(), key=lambda m: m.seq):
-            if (m.seq >= seq and _matches(subject, m.subject)) if next else m.seq == seq:
+            if (m.seq >= seq and matches(subject or "", m.subject)) if next else m.seq == seq:
                 return SimpleNamespace(seq=m.seq, subject=m.subject, headers=m.headers, data=m.data)
         raise nats.js.errors.NotFoundError
 

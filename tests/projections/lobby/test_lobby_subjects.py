@@ -11,6 +11,7 @@ from studroom.domain.events import Event, PauseEnded, PauseStarted, SeatOffered
 from studroom.projections.lobby.jetstream import consumer_config
 from studroom.projections.lobby.projection import READ, UNREAD, apply
 from studroom.services.wire import subjects
+from subject_matching import matches
 
 
 def _every_event_type(kind: type[Event] = Event) -> set[type[Event]]:
@@ -19,17 +20,6 @@ def _every_event_type(kind: type[Event] = Event) -> set[type[Event]]:
     for sub in kind.__subclasses__():
         found |= ({sub} if sub.__module__ == Event.__module__ else set()) | _every_event_type(sub)
     return found
-
-
-def _matches(pattern: str, subject: str) -> bool:
-    """A subject filter with ``*`` and ``>`` tokens, as the server applies it."""
-    wanted, got = pattern.split("."), subject.split(".")
-    for i, w in enumerate(wanted):
-        if w == ">":
-            return len(got) > i
-        if i >= len(got) or w not in ("*", got[i]):
-            return False
-    return len(wanted) == len(got)
 
 
 def test_every_event_type_is_read_by_the_fold_or_named_unread_never_both() -> None:
@@ -41,7 +31,7 @@ def test_the_lobby_s_consumer_receives_every_type_the_fold_reads() -> None:
     config = consumer_config("t")
     filters = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
     for kind in READ:
-        assert any(_matches(f, subjects.public_event("t01", kind.__name__)) for f in filters), kind
+        assert any(matches(f, subjects.public_event("t01", kind.__name__)) for f in filters), kind
 
 
 def test_a_type_the_fold_does_not_read_changes_only_the_version() -> None:

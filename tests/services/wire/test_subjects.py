@@ -5,19 +5,9 @@ an id that cannot be a subject token is refused."""
 from __future__ import annotations
 
 import pytest
+from subject_matching import matches
 from studroom.services.wire import subjects
 from studroom.services.wire.subjects import BadName
-
-
-def matches(pattern: str, subject: str) -> bool:
-    """NATS subject matching: ``*`` one token, ``>`` one or more at the end."""
-    want, got = pattern.split("."), subject.split(".")
-    for i, token in enumerate(want):
-        if token == ">":
-            return len(got) > i
-        if i >= len(got) or token not in ("*", got[i]):
-            return False
-    return len(want) == len(got)
 
 
 @pytest.mark.parametrize(("pattern", "inside", "outside"), [
