@@ -35,10 +35,12 @@ from studroom.services.store.inspect import (
     last_notification_ids,
     open_reader,
     store_exists,
+    store_url,
 )
 from studroom.services.store.port import EventStore, Notification
 
-from .tracking_schema import Statements, TrackedSchema
+from .tracking_schema import Rendered, Statements, TrackedSchema
+from .tracking_wake import Waker
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ Progress = Callable[[int, int | None], None]
 there are to fold (a progress bar's total)."""
 
 DISCOVER_EVERY_S: Final = 5.0    # how often the stores are looked for again (a new one is found while running)
+PACE_S: Final = 0.5              # the services' pace: a batch of the stores at most this often, unless one was full
+LOOK_S: Final = 5.0              # the services' look at every store when none notified an append
 
 
 @dataclass
@@ -78,8 +82,12 @@ class TrackingProjector(ABC):
         self.before_commit = before_commit
         self.folded = 0                                  # events folded by this projector
         self._sql = Statements(tables, schema)
+        self._rendered: Rendered | None = None            # the statements as sent on the connection
+        self._types = [kind for _, kind in tables.columns]
         self._conn: psycopg.Connection[Any] | None = None
         self._readers: dict[str, Any] = {}
+        self._channels: dict[str, tuple[str, str]] = {}   # store -> (its server's URL, its NOTIFY channel)
+        self._full = False                                 # the last step read a full batch of some store
         self._cache: dict[str, tuple[int, dict[str, Any], dict[str, Any]]] = {}
         self._stores: list[str] = []
         self._looked_at = float("-inf")
@@ -108,7 +116,13 @@ class TrackingProjector(ABC):
 
     def step(self) -> int:
         """Fold one batch of every store: the number of events folded."""
-        return sum(self.fold_batch(store) for store in self.stores())
+        stores = self.stores()
+        if not stores:
+            return 0
+        positions = self._positions()
+        folded = [self.fold_batch(store, positions.get(store, 0)) for store in stores]
+        self._full = self.batch_size in folded
+        return sum(folded)
 
     def catch_up(self, on_progress: Progress | None = None) -> int:
         """Fold until every store is folded to its end: the number of events folded."""
@@ -130,30 +144,47 @@ class TrackingProjector(ABC):
         done = dict(conn.execute(positions).fetchall())
         return sum(max(0, last - done.get(store, 0)) for store, last in last_notification_ids(conn, stores).items())
 
-    def fold_batch(self, store: str) -> int:
+    def fold_batch(self, store: str, position: int | None = None) -> int:
         """Fold the next batch of one store in one transaction: the number of events
-        (0 too while the store does not exist yet)."""
+        (0 too while the store does not exist yet).  ``position``: the store's
+        position as read a moment ago (:meth:`step` reads them all at once).
+
+        The notifications after it are read first, with no transaction: nothing to
+        fold is one statement.  Then the position's row is locked (this instance
+        alone folds the store now) and read again: another instance may have moved it
+        meanwhile, and the notifications after the locked one are read anew (those
+        read before stay valid as long as it did not: a store commits its ids in
+        order).  Then the COPY of the rows, and the states and the position in one
+        statement.  (psycopg's pipeline mode costs more CPU than the round trips it
+        saves at this size: measured, docs/design/projections.md.)"""
         reader = self._reader(store)
         if reader is None:
             return 0
         conn = self._connection()
+        sql_ = self._statements(conn)
+        if position is None:
+            position = self._positions().get(store, 0)
+        notes = reader.read_notifications(position + 1, self.batch_size)
+        if not notes:
+            return 0
         try:
             with conn.transaction():
-                conn.execute(self._sql.claim, (store,))
-                (position,) = conn.execute(self._sql.lock, (store,)).fetchone()  # type: ignore[misc]
-                notes = reader.read_notifications(position + 1, self.batch_size)
-                if not notes:
-                    return 0
+                (now_at,) = conn.execute(sql_.claim, (store,), prepare=True).fetchone()  # type: ignore[misc]
+                if now_at != position:              # another instance folded meanwhile
+                    position, notes = now_at, reader.read_notifications(now_at + 1, self.batch_size)
+                    if not notes:
+                        return 0
                 batch = self._batch(conn, store, reader, position, notes)
                 rows = self.rows(batch)
-                with conn.cursor().copy(self._sql.copy) as copy:
-                    copy.set_types([kind for _, kind in self.tables.columns])
+                with conn.cursor().copy(sql_.copy) as copy:
+                    copy.set_types(self._types)
                     for row in rows:
                         copy.write_row(row)
                 touched = sorted({n.stream_id for n in notes})
-                conn.cursor().executemany(self._sql.save, [(store, stream, msgspec.json.encode(batch.states[stream]))
-                                                           for stream in touched])
-                conn.execute(self._sql.advance, (notes[-1].id, store))
+                encode = msgspec.json.encode
+                conn.execute(sql_.save_and_advance, {"store": store, "streams": touched, "position": notes[-1].id,
+                                                     "states": [encode(batch.states[t]) for t in touched]},
+                             prepare=True)
                 if self.before_commit is not None:
                     self.before_commit(store, len(rows))
         except BaseException:
@@ -164,6 +195,11 @@ class TrackingProjector(ABC):
         self._cache[store] = (notes[-1].id, batch.states, batch.memory)
         self.folded += len(notes)
         return len(notes)
+
+    def _positions(self) -> dict[str, int]:
+        """Every store's position in the read model (one statement)."""
+        conn = self._connection()
+        return dict(conn.execute(self._statements(conn).positions, prepare=True).fetchall())
 
     def _batch(self, conn: psycopg.Connection[Any], store: str, reader: Any, position: int,
                notes: list[Notification]) -> Batch:
@@ -176,7 +212,7 @@ class TrackingProjector(ABC):
         missing = sorted({n.stream_id for n in notes} - states.keys())
         if missing:
             state_type = self.state_type(store)
-            for stream, state in conn.execute(self._sql.load, (store, missing)).fetchall():
+            for stream, state in conn.execute(self._statements(conn).load, (store, missing)).fetchall():
                 states[stream] = msgspec.json.decode(state, type=state_type)
             for stream in missing:
                 states.setdefault(stream, state_type())
@@ -187,6 +223,7 @@ class TrackingProjector(ABC):
         reader = self._readers.get(store)
         if reader is None and store_exists(self._connection(), store):
             reader = self._readers[store] = open_reader(self.database_url, store)
+            self._channels[store] = (store_url(self.database_url, store), reader.recorder.channel_name)
         return reader
 
     def _connection(self) -> psycopg.Connection[Any]:
@@ -194,6 +231,12 @@ class TrackingProjector(ABC):
             self._conn = psycopg.connect(self.database_url, autocommit=True)
             self.tables.create(self._conn, self.schema)
         return self._conn
+
+    def _statements(self, conn: psycopg.Connection[Any]) -> Rendered:
+        """The batch's statements rendered once (prepared by the server on use)."""
+        if self._rendered is None:
+            self._rendered = self._sql.render(conn)
+        return self._rendered
 
     def close(self) -> None:
         """Let go of the connection, the readers and the cache (the stores are looked for anew)."""
@@ -203,25 +246,59 @@ class TrackingProjector(ABC):
         for reader in self._readers.values():
             reader.close()
         self._readers.clear()
+        self._channels.clear()
         self._cache.clear()
         self._looked_at = float("-inf")
 
     # --- running --------------------------------------------------------------------
 
-    async def run(self, stop: asyncio.Event, *, idle_s: float) -> None:
-        """Fold until ``stop``: a batch of every store after another while there is work,
-        a look every ``idle_s`` seconds when there is none.  After a failure (PostgreSQL
-        away, the read model dropped for a rebuild, an event that cannot be folded) it
-        starts again on a new connection, after a pause of the RECONNECT policy."""
+    async def run(self, stop: asyncio.Event, *, idle_s: float, pace_s: float = 0.0, listen: bool = False) -> None:
+        """Fold until ``stop``: a batch of every store, again at once while some batch
+        was full, else ``pace_s`` seconds after the last began while there is work
+        (bigger batches for less work: the services' :data:`PACE_S`), else after
+        ``idle_s`` (a look) or, with ``listen``, as soon as a store notifies an append
+        (tracking_wake.py; the services' look is then :data:`LOOK_S`).  After a failure
+        (PostgreSQL away, the read model dropped for a rebuild, an event that cannot be
+        folded) it starts again on new connections, after a pause of the RECONNECT
+        policy."""
+        waker = Waker() if listen else None
         pauses = RECONNECT.pauses()
-        while not stop.is_set():
-            try:
-                folded = await asyncio.to_thread(self.step)
-                pause, pauses = idle_s, RECONNECT.pauses()
-            except Exception as error:  # noqa: BLE001 (any failure: log it, start again)
-                pause, folded = next(pauses), 0
-                log.error("%s: %s: %s; trying again in %.1f s", self.name, type(error).__name__, error, pause)
-                await asyncio.to_thread(self.close)
-            if not folded:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), pause)
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                if waker is not None:
+                    waker.woken.clear()                 # what is appended from now on wakes the next step
+                try:
+                    folded = await asyncio.to_thread(self.step)
+                    if waker is not None:
+                        if folded:
+                            await waker.unlisten()      # busy: folds at its pace, no wake-up per append
+                        elif await waker.listen(set(self._channels.values())):
+                            continue                    # listening now: fold once more, then sleep
+                    pauses = RECONNECT.pauses()
+                except Exception as error:  # noqa: BLE001 (any failure: log it, start again)
+                    pause = next(pauses)
+                    log.error("%s: %s: %s; trying again in %.1f s", self.name, type(error).__name__, error, pause)
+                    await asyncio.to_thread(self.close)
+                    if waker is not None:
+                        await waker.close()
+                    await _wait(stop, pause)
+                    continue
+                if self._full:
+                    continue
+                if folded:
+                    await _wait(stop, started + pace_s - time.monotonic())
+                elif waker is not None:
+                    await waker.sleep(stop, idle_s)
+                else:
+                    await _wait(stop, idle_s)
+        finally:
+            if waker is not None:
+                await waker.close()
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    """Until ``stop`` is set or ``seconds`` have passed."""
+    if seconds > 0 and not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), seconds)

@@ -66,14 +66,34 @@ class Statements:
     def __init__(self, tables: TrackedSchema, schema: str) -> None:
         s = sql.Identifier(schema)
         states, stream = sql.Identifier(tables.states_table), sql.Identifier(tables.stream_column)
-        self.claim = sql.SQL("INSERT INTO {}.positions (store, position) VALUES (%s, 0) "
-                             "ON CONFLICT (store) DO NOTHING").format(s)
-        self.lock = sql.SQL("SELECT position FROM {}.positions WHERE store = %s FOR UPDATE").format(s)
-        self.advance = sql.SQL("UPDATE {}.positions SET position = %s WHERE store = %s").format(s)
-        self.load = sql.SQL("SELECT {stream}, state FROM {s}.{states} WHERE store = %s AND {stream} = ANY(%s)").format(
+        # the claim: the store's row made if missing, and locked (a second instance waits
+        # on it, then reads the position the first committed: RETURNING gives the row as
+        # updated, its latest version)
+        self.claim = sql.SQL("INSERT INTO {}.positions AS p (store, position) VALUES (%s, 0) "
+                             "ON CONFLICT (store) DO UPDATE SET position = p.position RETURNING position").format(s)
+        self.positions = sql.SQL("SELECT store, position FROM {}.positions").format(s)
+        self.save_and_advance = sql.SQL(   # the touched streams' states and the new position, one statement
+            "WITH saved AS (INSERT INTO {s}.{states} AS old (store, {stream}, state) "
+            "SELECT %(store)s::text, * FROM unnest(%(streams)s::text[], %(states)s::bytea[]) "
+            "ON CONFLICT (store, {stream}) DO UPDATE SET state = EXCLUDED.state) "
+            "UPDATE {s}.positions SET position = %(position)s WHERE store = %(store)s").format(
             s=s, states=states, stream=stream)
-        self.save = sql.SQL("INSERT INTO {s}.{states} (store, {stream}, state) VALUES (%s, %s, %s) "
-                            "ON CONFLICT (store, {stream}) DO UPDATE SET state = EXCLUDED.state").format(
+        self.load = sql.SQL("SELECT {stream}, state FROM {s}.{states} WHERE store = %s AND {stream} = ANY(%s)").format(
             s=s, states=states, stream=stream)
         self.copy = sql.SQL("COPY {}.{} ({}) FROM STDIN (FORMAT BINARY)").format(
             s, sql.Identifier(tables.rows_table), sql.SQL(", ").join(sql.Identifier(name) for name, _ in tables.columns))
+
+    def render(self, conn: psycopg.Connection[Any]) -> Rendered:
+        return Rendered(**{name: getattr(self, name).as_bytes(conn) for name in Rendered.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """:class:`Statements` as bytes, rendered once: psycopg prepares a statement by its
+    bytes, and rendering a composed statement at every execution cost more than running it."""
+
+    claim: bytes
+    positions: bytes
+    save_and_advance: bytes
+    load: bytes
+    copy: bytes

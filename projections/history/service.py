@@ -1,8 +1,9 @@
 """One history instance: the projection loop and the requests, over one NATS connection.
 
 - the projector (projector.py, its run loop projections/tracking.py) in a thread: a
-  batch of each store, again at once while there was something to project, else after
-  ``idle_s``, after a pause when a batch failed;
+  batch of each store every ``pace_s`` seconds while there is work (at once while
+  batches are full), woken by the stores' own NOTIFY when there is none (and a look
+  every ``idle_s``), after a pause when a batch failed;
 - requests on ``studroom.history.*.*`` (a queue group: each request goes to one
   instance), the sender read from the subject, each answered in a thread (desk.py).
 """
@@ -17,20 +18,22 @@ from studroom.services.wire import subjects
 from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
 from studroom.services.wire.protocol import BAD_REQUEST, MAX_REQUEST_BYTES
 
+from ..tracking import LOOK_S, PACE_S
 from .answers import HistoryDesk
 from .projector import Projector
 from .protocol import encode, refused
 
 QUEUE: Final = "studroom_history"
-IDLE_S: Final = 0.25             # the pause between projection steps that found nothing
 
 
 class HistoryService:
-    def __init__(self, nc: Any, projector: Projector, desk: HistoryDesk, *, idle_s: float = IDLE_S) -> None:
+    def __init__(self, nc: Any, projector: Projector, desk: HistoryDesk, *, idle_s: float = LOOK_S,
+                 pace_s: float = PACE_S) -> None:
         self.nc = nc
         self.projector = projector
         self.desk = desk
         self.idle_s = idle_s
+        self.pace_s = pace_s
         self._sub: Any = None
         self.door = Door("history", subjects.history_sender, identities=identified(nc), quotas=QUERY_QUOTAS)
 
@@ -41,7 +44,7 @@ class HistoryService:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Project until ``stop`` (a failing batch is logged and tried again after a pause)."""
-        await self.projector.run(stop, idle_s=self.idle_s)
+        await self.projector.run(stop, idle_s=self.idle_s, pace_s=self.pace_s, listen=True)
 
     async def _on_request(self, msg: Any) -> None:
         visitor = await self.door.enter(msg)        # the sender's own inbox, within his quota

@@ -1,9 +1,10 @@
 """The ledger's composition root: ``studroom serve ledger``.
 
 It books every table store's and the cashier's events into the books (projector.py)
-until ``stop``: a batch after another while there is work, a look every
-``--poll-interval`` seconds when there is none, the stores looked for again every few
-seconds, a pause after a failure (projections/tracking.py).  No NATS: PostgreSQL is the source of
+until ``stop``: a batch every ``--pace`` seconds while there is work (at once while
+batches are full), woken by the stores' own NOTIFY when there is none (and a look
+every ``--poll-interval`` seconds), the stores looked for again every few seconds, a
+pause after a failure (projections/tracking.py).  No NATS: PostgreSQL is the source of
 truth and the only server it needs (an embedded one in the data folder when the
 settings name none).  Several instances are safe.  docs/design/ledger.md.
 
@@ -39,6 +40,8 @@ log = logging.getLogger("studroom.ledger")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..tracking import LOOK_S, PACE_S
+
     parser.add_argument("--stores", type=positive_int, default=None,
                         help="the table stores studroom_p0 .. studroom_p{N-1} (default: every one found, "
                              "looked for again every few seconds)")
@@ -46,8 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cashier-schema", default=None, help="the cashier's store (default studroom_cashier)")
     parser.add_argument("--ledger-schema", default=LEDGER_SCHEMA, help=f"the books (default {LEDGER_SCHEMA})")
     parser.add_argument("--batch-size", type=positive_int, default=2000, help="events booked per transaction (default 2000)")
-    parser.add_argument("--poll-interval", type=positive_float, default=0.2, metavar="SECONDS",
-                        help="how often to look for new events when all is booked (default 0.2)")
+    parser.add_argument("--pace", type=positive_float, default=PACE_S, metavar="SECONDS",
+                        help=f"while there is work, a batch of the stores at most this often, unless one "
+                             f"was full: bigger batches, less CPU, the books that much behind (default {PACE_S})")
+    parser.add_argument("--poll-interval", type=positive_float, default=LOOK_S, metavar="SECONDS",
+                        help="how often to look for new events when all is booked and no store notified an "
+                             f"append (default {LOOK_S})")
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
@@ -66,7 +73,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         observer.add(lambda: [counter("ledger_booked", "events booked by this instance", projector.folded)])
         observer.poll(positions_poll("ledger", url, args.ledger_schema))
         try:
-            await projector.run(stop, idle_s=args.poll_interval)
+            await projector.run(stop, idle_s=args.poll_interval, pace_s=args.pace, listen=True)
         finally:
             projector.close()
         log.info("ledger stops", extra=fields(booked=projector.folded))

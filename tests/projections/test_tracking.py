@@ -239,3 +239,45 @@ def test_the_run_loop_finds_a_new_store_and_gets_over_a_failing_batch(stores: St
     projector.close()
     assert [r.getMessage() for r in caplog.records if "trying again" in r.getMessage()] != []
     assert once_each(stores.seen(view), events * 2)
+
+
+def test_an_idle_run_loop_sleeps_until_a_store_notifies_an_append(stores: Stores) -> None:
+    """With ``listen`` the loop looks at the stores only when one notifies an append
+    (or after ``idle_s``, here far longer than the test): idle, it folds nothing and
+    runs no step; an append wakes it."""
+    events = stores.fill(0)
+    view = f"{stores.prefix}view"
+    projector = stores.projector(view, batch_size=50)
+    steps = [0]
+    step = projector.step
+
+    def counted() -> int:
+        steps[0] += 1
+        return step()
+
+    projector.step = counted  # type: ignore[method-assign]
+
+    async def run() -> tuple[int, int]:
+        stop = asyncio.Event()
+        running = asyncio.create_task(projector.run(stop, idle_s=600, pace_s=0.1, listen=True))
+        try:
+            while projector.folded < events:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)                 # caught up: it listens and sleeps
+            asleep = steps[0]
+            await asyncio.sleep(1.0)
+            idle_steps = steps[0] - asleep
+            with PostgresEventStore(stores.url, schema=stores.schemas[0], create_table=False) as store:
+                store.append([("t0", 40, [PlayerSatDown(seat=99, player="late")])])
+            while projector.folded < events + 1:
+                await asyncio.sleep(0.05)
+            return idle_steps, steps[0]
+        finally:
+            stop.set()
+            await running
+
+    idle_steps, total = asyncio.run(asyncio.wait_for(run(), 60))
+    projector.close()
+    assert idle_steps == 0
+    assert total < 20, total
+    assert once_each(stores.seen(view), events + 1)
