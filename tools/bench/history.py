@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hands", type=positive_int, default=3000, help="hands to verify (default 3000)")
     parser.add_argument("--events", type=positive_int, default=100_000, help="stored events to rebuild from (default 100000)")
     parser.add_argument("--tables", type=positive_int, default=16, help="tables of the simulated room (default 16)")
+    parser.add_argument("--live", action="store_true",
+                        help="instead: the projector following a live room, polling as before beside its pace "
+                             "and NOTIFY (CPU per event, idle, lag; tools/bench/projection_live.py)")
+    parser.add_argument("--live-rate", type=positive_int, default=2000, help="--live: events/s appended (default 2000)")
+    parser.add_argument("--live-seconds", type=positive_int, default=20, help="--live: seconds measured (default 20)")
+    parser.add_argument("--live-idle", type=positive_int, default=20, help="--live: idle seconds measured (default 20)")
 
 
 def verify_rates(streams: dict[str, list[Event]]) -> dict[str, float]:
@@ -97,6 +103,11 @@ def rebuild_rates(database_url: str, streams: dict[str, list[Event]]) -> dict[st
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.live:
+        from .projection_live import run_live
+
+        run_live("history", args.live_rate, args.live_seconds, args.live_idle)
+        return 0
     print(f"verify: a simulated room of {args.tables} tables, {args.hands} hands")
     print(figures(verify_rates(play_room(args.tables, rounds=args.hands, prefix="bench").tables)))
     with bench_database() as (database_url, _):

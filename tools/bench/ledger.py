@@ -85,9 +85,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=positive_int, default=100_000, help="events to store and book (default 100000)")
     parser.add_argument("--tables", type=positive_int, default=16, help="simulated tables (default 16)")
     parser.add_argument("--stores", type=positive_int, default=2, help="table stores (default 2)")
+    parser.add_argument("--live", action="store_true",
+                        help="instead: the projector following a live room, polling as before beside its pace "
+                             "and NOTIFY (CPU per event, idle, lag; tools/bench/projection_live.py)")
+    parser.add_argument("--live-rate", type=positive_int, default=2000, help="--live: events/s appended (default 2000)")
+    parser.add_argument("--live-seconds", type=positive_int, default=20, help="--live: seconds measured (default 20)")
+    parser.add_argument("--live-idle", type=positive_int, default=20, help="--live: idle seconds measured (default 20)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.live:
+        from .projection_live import run_live
+
+        run_live("ledger", args.live_rate, args.live_seconds, args.live_idle)
+        return 0
     with bench_database() as (database_url, where):
         print(f"ledger benchmark on {where}: {args.events:,} events, {args.tables} tables, {args.stores} stores")
         print(figures(bench(database_url, events=args.events, tables=args.tables, stores=args.stores)))
