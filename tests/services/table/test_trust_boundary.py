@@ -339,7 +339,11 @@ def test_R33_a_player_reads_neither_another_players_private_subject_nor_his_inbo
         await relay.nc.publish(subjects.private_events(bob.client.name, "t1"), b"bob's cards")
         await relay.nc.publish(subjects.private_events(ann.client.name, "t1"), b"ann's cards")
         await relay.nc.flush()
-        await asyncio.sleep(0.2)
+        for _ in range(100):                # his own copy arrives (a slow machine: seconds) ...
+            if got:
+                break
+            await asyncio.sleep(0.05)
+        await ann.nc.flush()                # ... and bob's, published first, would have before it
         assert got == [subjects.private_events(ann.client.name, "t1")]
 
     in_room(connect_as, store, scenario)
