@@ -33,6 +33,7 @@ from studroom.services.runtime.arguments import positive_int
 from studroom.services.runtime.text import figures
 
 from .database import bench_database
+from .projection_live import add_live_arguments
 
 HELP = "history: hands verified/s (re-run + deck audit) beside bare replay; history rebuild events/s beside bare reads"
 
@@ -43,12 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hands", type=positive_int, default=3000, help="hands to verify (default 3000)")
     parser.add_argument("--events", type=positive_int, default=100_000, help="stored events to rebuild from (default 100000)")
     parser.add_argument("--tables", type=positive_int, default=16, help="tables of the simulated room (default 16)")
-    parser.add_argument("--live", action="store_true",
-                        help="instead: the projector following a live room, polling as before beside its pace "
-                             "and NOTIFY (CPU per event, idle, lag; tools/bench/projection_live.py)")
-    parser.add_argument("--live-rate", type=positive_int, default=2000, help="--live: events/s appended (default 2000)")
-    parser.add_argument("--live-seconds", type=positive_int, default=20, help="--live: seconds measured (default 20)")
-    parser.add_argument("--live-idle", type=positive_int, default=20, help="--live: idle seconds measured (default 20)")
+    add_live_arguments(parser)
 
 
 def verify_rates(streams: dict[str, list[Event]]) -> dict[str, float]:

@@ -25,6 +25,7 @@ from studroom.services.store.postgres import PostgresEventStore
 
 from ..stored_room import store_room
 from .database import bench_database
+from .projection_live import add_live_arguments
 
 HELP = "ledger: events/s booked rebuilding the books from zero, beside the bare read of the stores"
 
@@ -85,12 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=positive_int, default=100_000, help="events to store and book (default 100000)")
     parser.add_argument("--tables", type=positive_int, default=16, help="simulated tables (default 16)")
     parser.add_argument("--stores", type=positive_int, default=2, help="table stores (default 2)")
-    parser.add_argument("--live", action="store_true",
-                        help="instead: the projector following a live room, polling as before beside its pace "
-                             "and NOTIFY (CPU per event, idle, lag; tools/bench/projection_live.py)")
-    parser.add_argument("--live-rate", type=positive_int, default=2000, help="--live: events/s appended (default 2000)")
-    parser.add_argument("--live-seconds", type=positive_int, default=20, help="--live: seconds measured (default 20)")
-    parser.add_argument("--live-idle", type=positive_int, default=20, help="--live: idle seconds measured (default 20)")
+    add_live_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

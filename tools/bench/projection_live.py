@@ -14,6 +14,7 @@ stores held then.  Rows alternate between the settings compared, twice each.
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 import signal
@@ -27,6 +28,7 @@ import psycopg
 from psycopg import sql
 from studroom.domain.account import stream_id as account_stream
 from studroom.domain.simulate import simulated_room
+from studroom.services.runtime.arguments import positive_int
 from studroom.services.runtime.observability.stats import percentile
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.tools.room_cpu import read_processes, tree_seconds
@@ -59,6 +61,16 @@ class Row:
             "behind the stores p50 ms": 1000 * percentile(self.behind, 50) if self.behind else 0.0,
             "behind the stores p99 ms": 1000 * percentile(self.behind, 99) if self.behind else 0.0,
         }
+
+
+def add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``--live`` flags ``bench ledger`` and ``bench history`` share."""
+    parser.add_argument("--live", action="store_true",
+                        help="instead: the projector following a live room, polling as before beside its pace "
+                             "and NOTIFY (CPU per event, idle, lag; tools/bench/projection_live.py)")
+    parser.add_argument("--live-rate", type=positive_int, default=2000, help="--live: events/s appended (default 2000)")
+    parser.add_argument("--live-seconds", type=positive_int, default=20, help="--live: seconds measured (default 20)")
+    parser.add_argument("--live-idle", type=positive_int, default=20, help="--live: idle seconds measured (default 20)")
 
 
 def _chunks(tables: int) -> Iterator[tuple[str, list[Any], dict[str, list[Any]]]]:
