@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from ..wire import subjects
 from ..wire.declared import Refused
 from ..wire.partitioning import partition_of
-from .servers import StoreMap, env_urls, id_of, record_placements, resolve, server_id
+from .servers import Placement, StoreMap, env_urls, id_of, record_placements, resolve, server_id
 
 CASHIER_SCHEMA = "studroom_cashier"     # the cashier's event store: one stream per account
 STORE_SCHEMA_PREFIX = "studroom_p"
@@ -78,6 +78,7 @@ def check_recorded_layout(database_url: str, stores: int, prefix: str = STORE_SC
                                     "ON CONFLICT (prefix) DO NOTHING RETURNING prefix", (prefix, stores)).fetchone()
                 if made is not None:
                     record_placements(conn, prefix, {j: url for j, url in given.items() if id_of(url) != home})
+            Placement.forget()            # this process read "nothing placed" while checking: read again
             row = conn.execute(select, (prefix,)).fetchone()
         recorded, since = row  # type: ignore[misc]
         if recorded != stores:
