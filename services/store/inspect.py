@@ -22,8 +22,19 @@ from .layout import STORE_SCHEMA_PREFIX, store_of_table, store_schema
 from .postgres import DEFAULT_TABLE, PostgresEventStore
 from .servers import Placement, url_of_server
 
-_remote_lock = threading.Lock()
-_remote: dict[str, psycopg.Connection[Any]] = {}     # URL -> this process's connection to that server
+_kept_lock = threading.Lock()
+_kept: dict[str, psycopg.Connection[Any]] = {}       # URL -> this process's connection to that server
+
+
+def kept_connection(url: str) -> psycopg.Connection[Any]:
+    """This process's connection to the server at ``url`` (autocommit), kept between
+    calls and made again when it closed or broke: a new connection costs ~16 ms of CPU,
+    half in PostgreSQL (a poll every 2 s: 0.8 % of a core)."""
+    with _kept_lock:
+        conn = _kept.get(url)
+        if conn is None or conn.closed or conn.broken:
+            conn = _kept[url] = psycopg.connect(url, autocommit=True, connect_timeout=5)
+        return conn
 
 
 def store_url(database_url: str, schema: str) -> str:
@@ -38,14 +49,7 @@ def on_server(conn: psycopg.Connection[Any], schema: str) -> psycopg.Connection[
     """``conn`` (a connection to the home server) when the store ``schema`` lives there,
     else this process's connection to the server that holds it (autocommit; kept)."""
     where = Placement.of(conn).get(schema)
-    if where is None:
-        return conn
-    url = url_of_server(*where)
-    with _remote_lock:
-        remote = _remote.get(url)
-        if remote is None or remote.closed or remote.broken:
-            remote = _remote[url] = psycopg.connect(url, autocommit=True, connect_timeout=5)
-        return remote
+    return conn if where is None else kept_connection(url_of_server(*where))
 
 
 def servers_of(conn: psycopg.Connection[Any], schemas: Iterable[str]) -> dict[str, list[str]]:

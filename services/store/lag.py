@@ -10,29 +10,17 @@ from typing import Any
 from ..runtime.observability.metrics import Poll
 
 
-def positions_lag(database_url: str, schema: str, kept: dict[str, Any] | None = None) -> dict[str, float]:
-    """For each store in ``<schema>.positions``: its last notification id past the position.
-    ``kept``: where the connection is kept between calls (a new connection every poll
-    cost ~16 ms of CPU, half in PostgreSQL: 0.8 % of a core at one poll every 2 s)."""
-    import psycopg
+def positions_lag(database_url: str, schema: str) -> dict[str, float]:
+    """For each store in ``<schema>.positions``: its last notification id past the position
+    (on this process's kept connection to the server: ``inspect.kept_connection``)."""
     from psycopg import sql
 
-    from .inspect import last_notification_ids
+    from .inspect import kept_connection, last_notification_ids
 
-    conn = None if kept is None else kept.pop("conn", None)
-    if conn is None or conn.closed or conn.broken:
-        conn = psycopg.connect(database_url, autocommit=True, connect_timeout=5)
-    try:
-        rows = conn.execute(sql.SQL("SELECT store, position FROM {}.positions").format(sql.Identifier(schema)))
-        positions = dict(rows.fetchall())
-        tops = last_notification_ids(conn, positions)
-    except BaseException:
-        conn.close()
-        raise
-    if kept is None:
-        conn.close()
-    else:
-        kept["conn"] = conn
+    conn = kept_connection(database_url)
+    rows = conn.execute(sql.SQL("SELECT store, position FROM {}.positions").format(sql.Identifier(schema)))
+    positions = dict(rows.fetchall())
+    tops = last_notification_ids(conn, positions)
     return {store: max(0, tops[store] - position) for store, position in positions.items()}
 
 
@@ -54,9 +42,7 @@ def projection_lag(projection: str, read: Any) -> Poll:
 
 
 def positions_poll(projection: str, database_url: str, schema: str) -> Poll:
-    kept: dict[str, Any] = {}
-
     async def read() -> float:
-        return sum((await asyncio.to_thread(positions_lag, database_url, schema, kept)).values())
+        return sum((await asyncio.to_thread(positions_lag, database_url, schema)).values())
 
     return projection_lag(projection, read)
