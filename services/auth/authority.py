@@ -118,6 +118,20 @@ class Authority:
             _write_secret(path, jwt.creds(token, user_seed))
         return path
 
+    def session_user(self, role: str, name: str, lifetime: int) -> tuple[str, bytes, int]:
+        """Credentials of ``name`` with ``role``'s powers and terms, valid ``lifetime``
+        seconds (at most the role's), in memory only (the console's connection of a
+        logged-in person): its JWT, nkey seed and expiry.  Its key is recorded like any
+        issued one, so :meth:`revoke` revokes it too."""
+        granted, agreed = self._powers(role, name), terms.of(role)
+        expires = int(time.time()) + min(lifetime, agreed.lifetime)
+        token, user_seed = self.user(f"{role}.{subjects.check_name(name)}", publish=granted.publish,
+                                     subscribe=granted.subscribe, deny_publish=granted.deny_publish,
+                                     limits=agreed.limits(), expires=expires)
+        with self._keys() as keys:
+            keys["issued"].setdefault(f"{role}.{name}", {})[jwt.claims(token)["sub"]] = expires
+        return token, user_seed, expires
+
     def user(self, name: str, *, publish: list[str], subscribe: list[str], deny_publish: list[str] | None = None,
              limits: dict[str, int] | None = None, expires: int | None = None,
              account_seed: bytes | None = None) -> tuple[str, bytes]:

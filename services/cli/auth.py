@@ -24,25 +24,61 @@ def _authority(args: argparse.Namespace):  # noqa: ANN202 (an Authority, importe
 
 def _add_identity(role: str, args: argparse.Namespace) -> int:
     """A NATS identity of ``role``, issued now (an existing one again, with a fresh
-    expiry): print its credentials' path (never their contents)."""
-    from ..wire.subjects import BadName
+    expiry): print its credentials' path (never their contents).  With ``--password``
+    or ``--password-stdin``, its console password too (asked before anything is issued)."""
+    from ..console.passwords import BadPassword, Passwords, check_password
+    from ..wire.subjects import BadName, check_name
 
     try:
-        print(_authority(args).issue(role, args.name))
-    except BadName as e:
+        check_name(args.name)
+        password = _password(args)
+        if password is not None:
+            check_password(password)
+        authority = _authority(args)
+        print(authority.issue(role, args.name))
+        if password is not None:
+            Passwords(authority.folder).set(role, args.name, password)
+            print(f"console password set for {role} {args.name}")
+    except (BadName, BadPassword, _NoPassword) as e:
         print(f"studroom {role} add: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+class _NoPassword(Exception):
+    """The password could not be read (empty stdin, the two prompts differ)."""
+
+
+def _password(args: argparse.Namespace) -> str | None:
+    """The password asked for: prompted twice, not echoed (``--password``), or one line
+    of stdin (``--password-stdin``); None if neither."""
+    if args.password_stdin:
+        line = sys.stdin.readline().rstrip("\r\n")
+        if not line:
+            raise _NoPassword("--password-stdin: no password on stdin")
+        return line
+    if not args.password:
+        return None
+    import getpass
+
+    first = getpass.getpass(f"console password for {args.name}: ")
+    if getpass.getpass("again: ") != first:
+        raise _NoPassword("the two passwords differ: nothing changed")
+    return first
 
 
 def _revoke_identity(role: str, args: argparse.Namespace) -> int:
     """Revoke every key of the identity in the Authority, then tell the running servers
     (they close its connections and refuse it from now on)."""
     from ..auth.authority import UnknownIdentity
+    from ..console.passwords import Passwords
     from ..wire.subjects import BadName
 
     authority = _authority(args)
     try:
+        # first: the console could otherwise issue new credentials to a password's holder
+        if Passwords(authority.folder).remove(role, args.name):
+            print(f"console password of {role} {args.name} removed (add it again with --password)")
         keys = authority.revoke(role, args.name)
     except (BadName, UnknownIdentity) as e:
         print(f"studroom {role} revoke: {e}", file=sys.stderr)
@@ -209,6 +245,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         add = group.add_parser("add", help=f"create {who} and print the path of its NATS credentials")
         add.add_argument("name", help="1..64 letters, digits, '_' or '-'")
         add.add_argument("--auth-dir", default=None, help=AUTH_DIR_HELP)
+        given = add.add_mutually_exclusive_group()
+        given.add_argument("--password", action="store_true",
+                           help="set a password for the web console too (prompted, not echoed)")
+        given.add_argument("--password-stdin", action="store_true",
+                           help="set a password for the web console, read as one line from stdin (scripts)")
         add.set_defaults(run=partial(_add_identity, role))
         revoke = group.add_parser("revoke", help=f"revoke {who} at once: disconnected and refused")
         revoke.add_argument("name", help="the name given to add")

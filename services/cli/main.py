@@ -39,6 +39,7 @@ SERVICES = {
     "ledger": "studroom.projections.ledger.bootstrap",
     "lobby": "studroom.projections.lobby.bootstrap",
     "history": "studroom.projections.history.bootstrap",
+    "console": "studroom.services.console.bootstrap",
 }
 
 # studroom <name> ...: the tools of a part, each module with add_commands(commands)

@@ -1,0 +1,90 @@
+"""The console's door limits: a session's op quota (a token bucket) and the login
+attempts per name and per client address (a sliding window).  The clock is passed
+in (monotonic seconds) so the tests need not wait."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+
+OPS_PER_SECOND = 20.0
+OPS_BURST = 40
+FAILED_LOGINS_PER_NAME = 5          # failed attempts of one name ...
+ATTEMPTS_PER_ADDRESS = 30           # ... and attempts (logins, spectator sessions) from one address ...
+WINDOW = 300.0                      # ... in this many seconds
+
+
+class TokenBucket:
+    """``rate`` tokens a second, at most ``burst`` kept; ``take`` answers 0 when one was
+    taken, else the seconds until one will be there."""
+
+    def __init__(self, rate: float = OPS_PER_SECOND, burst: int = OPS_BURST,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens = float(burst)
+        self.at = clock()
+
+    def take(self) -> float:
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+class Window:
+    """At most ``most`` events per key in the last ``window`` seconds."""
+
+    def __init__(self, most: int, window: float = WINDOW, clock: Callable[[], float] = time.monotonic) -> None:
+        self.most, self.window, self.clock = most, window, clock
+        self.seen: dict[str, deque[float]] = {}
+
+    def wait(self, key: str) -> float:
+        """0 if another event of ``key`` is allowed now, else the seconds until it is."""
+        times = self._times(key)
+        return 0.0 if len(times) < self.most else times[0] + self.window - self.clock()
+
+    def add(self, key: str) -> None:
+        self._times(key).append(self.clock())
+
+    def clear(self, key: str) -> None:
+        self.seen.pop(key, None)
+
+    def _times(self, key: str) -> deque[float]:
+        now = self.clock()
+        times = self.seen.setdefault(key, deque())
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        return times
+
+    def sweep(self) -> None:
+        """Forget the keys whose events are all older than the window."""
+        now = self.clock()
+        for key in [k for k, times in self.seen.items() if not times or times[-1] <= now - self.window]:
+            del self.seen[key]
+
+
+class LoginLimits:
+    """Failed logins per name, attempts per client address."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.names = Window(FAILED_LOGINS_PER_NAME, clock=clock)
+        self.addresses = Window(ATTEMPTS_PER_ADDRESS, clock=clock)
+
+    def wait(self, address: str, name: str | None) -> float:
+        """0 when this attempt may go on (and is counted for the address), else the
+        seconds to wait."""
+        wait = max(self.addresses.wait(address), self.names.wait(name) if name is not None else 0.0)
+        if wait <= 0:
+            self.addresses.add(address)
+        return wait
+
+    def failed(self, name: str) -> None:
+        self.names.add(name)
+
+    def sweep(self) -> None:
+        self.names.sweep()
+        self.addresses.sweep()
