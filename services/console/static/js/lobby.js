@@ -21,7 +21,7 @@ export function show(container, { api, navigate }) {
     const rows = [...tables].sort((a, b) => a.table_id.localeCompare(b.table_id)).map((t) => {
       const f = t.figures || {};
       const taken = (t.players || []).length;
-      const state = t.state === "open" ? (t.running ? `hand #${t.hand_no}` : "open") : t.state;
+      const state = (t.state || "open") === "open" ? (t.running ? `hand #${t.hand_no}` : "open") : t.state;   // an entry omits its defaults
       return h("tr", {
         testid: "lobby-row", dataset: { table: t.table_id, state: t.state || "open" }, tabindex: "0",
         onclick: () => open(t.table_id),
