@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from types import SimpleNamespace
+from typing import Any
 
 import msgspec
 import pytest
@@ -19,15 +21,18 @@ from studroom.domain import views
 from studroom.domain.events import Event
 from studroom.domain.hands import spans
 from studroom.services.client.table import Refused
+from studroom.services.console import desk_ops
+from studroom.services.console.desk_books import Books, Reconciles
+from studroom.services.console.ops import OPS, OpError
 from studroom.services.console.replay import replay
 from studroom.services.disputes.stored_events import table_stream
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan, player_name, table_config
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 SEATS = 4
-HANDS = 4
+HANDS = 3
 
 
 async def play_hands(live_room: LiveRoom, prefix: str, hands: int = HANDS) -> tuple[str, list[Event]]:
@@ -36,11 +41,11 @@ async def play_hands(live_room: LiveRoom, prefix: str, hands: int = HANDS) -> tu
     table = live_room.table_ids(f"{prefix}{uuid.uuid4().hex[:4]}", 1)[0]
     plan = TablePlan(table, table_config(0), {s: player_name(table, s) for s in range(SEATS)})
     bots = Room(live_room.url, [plan], authority=live_room.authority, seed=7)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     try:
         await bots.start()
         while bots.stats.hands < hands:
-            assert time.monotonic() < deadline, f"only {bots.stats.hands} hands in 60 s"
+            assert time.monotonic() < deadline, f"only {bots.stats.hands} hands in 90 s"
             await asyncio.sleep(0.2)
     finally:
         await bots.stop()
@@ -104,3 +109,27 @@ async def _replays(live_room: LiveRoom) -> None:
     await _refused("unknown_hand", "operator", "floor", f"{table}-none", 1, **where)
     await _refused("bad_request", "operator", "floor", table, "1", **where)
     await _refused("bad_request", "operator", "floor", "t 01; --", 1, **where)
+    await _through_the_op(live_room, table, hands[0], stream)
+
+
+def _tab(role: str, name: str) -> Any:
+    return SimpleNamespace(session=SimpleNamespace(link=SimpleNamespace(role=role, name=name, nc=None)))
+
+
+async def _through_the_op(live_room: LiveRoom, table: str, hand_no: int, stream: list[Event]) -> None:
+    """The ``replay`` op as the gateway registers it (desk_ops.register): the session's
+    identity, never the browser's; a refusal is the op's error."""
+    books = Books(live_room.database_url)
+    desk_ops.register(books, Reconciles(books), store_prefix=f"{live_room.name}_p")
+    run = OPS["replay"].run
+    seat = next(s for s in spans(stream) if s.hand_no == hand_no)
+    player = stream[seat.start].seats[0].player  # type: ignore[attr-defined]
+    answer = await run(_tab("player", player), {"table": table, "hand_no": hand_no})
+    assert answer["ok"] and not answer["record"]["full"] and answer["record"]["viewer"] is not None
+    for tab, args, code in ((_tab("player", "somebody_else"), {"table": table, "hand_no": hand_no}, "forbidden"),
+                            (_tab("player", player), {"table": table, "hand_no": hand_no, "player": "x"},
+                             "bad_request"),
+                            (_tab("operator", "floor"), {"table": table, "hand_no": 10**6}, "unknown_hand")):
+        with pytest.raises(OpError) as refused:
+            await run(tab, args)
+        assert refused.value.code == code, refused.value.message
