@@ -22,16 +22,15 @@ from ..store.layout import STORE_SCHEMA_PREFIX
 from ..wire.protocol import UNAVAILABLE
 from .desk import dead_letters, health
 from .desk_books import Books, Reconciles, rake
-from .ops import OPERATOR, PEOPLE, OpError, register_external
+from .ops import OPERATOR, PEOPLE, OpError, _only, register_external
 from .replay import replay
 
 Run = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def _args(args: dict[str, Any], *names: str) -> list[Any]:
-    extra = sorted(set(args) - set(names))
-    if extra:
-        raise OpError("bad_request", f"unknown argument(s): {', '.join(extra)}")
+    """The values of ``names`` (None where left out); any other argument: ``bad_request``."""
+    _only(args, *names)
     return [args.get(name) for name in names]
 
 

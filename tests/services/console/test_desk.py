@@ -39,7 +39,7 @@ ROOM_SERVICES = {"table", "relay", "timer", "cashier", "lobby", "history", "ledg
 def played(live_room: LiveRoom) -> Iterator[tuple[Books, str, int]]:
     """Books of this module's own, booked after a table of bots played: the books, the
     table, the rake its stored pots took."""
-    table, stream = asyncio.run(play_hands(live_room, "desk"))
+    table, stream = asyncio.run(play_hands(live_room, "desk", hands=2))
     books = Books(live_room.database_url, schemas=tuple(live_room.schemas),
                   cashier_schema=f"{live_room.name}_pcashier", ledger_schema=f"desk{uuid.uuid4().hex[:6]}_ledger")
     with psycopg.connect(books.database_url, autocommit=True) as conn:
