@@ -24,11 +24,11 @@ from test_proofs_js import SCENARIOS, python_verdict
 
 SKIPPED = {"TurnStarted", "PauseStarted", "PauseEnded"}
 
-SHOW = """async ([record, hand]) => {
+SHOW = """async ([record, hand, verdict]) => {
   const { showReplay } = await import("/js/replay.js");
   window.asked = [];
   const api = { request: (op, args) => { window.asked.push([op, args]);
-    return record ? Promise.resolve({ id: 1, ok: true, record })
+    return record ? Promise.resolve({ id: 1, ok: true, record, verdict })
                   : Promise.reject(Object.assign(new Error("no such hand"), { code: "unknown_hand" })); } };
   await showReplay(document.getElementById("main"), api, "t1", hand);
 }"""
@@ -71,8 +71,8 @@ def browser():
         yield page, origin
 
 
-def show(page, record: dict | None, hand: int = 1) -> None:
-    page.evaluate(SHOW, [record, hand])
+def show(page, record: dict | None, hand: int = 1, room: dict | None = None) -> None:
+    page.evaluate(SHOW, [record, hand, room])
     page.wait_for_selector('[data-testid="replay-verdict"][data-ok], [data-testid="replay-status"]')
 
 
@@ -86,7 +86,9 @@ def test_a_players_hand_steps_through_with_buttons_and_keys_and_is_verified(brow
     stream = table_hands(3, 12, seed=4)
     hand_no = shown_hand(stream)
     record = wire(record_from_stream(stream, find(stream, hand_no), "p1"))
-    show(page, record, hand_no)
+    show(page, record, hand_no, {"consistent": True})
+    room = page.locator('[data-testid="replay-room-verdict"]')
+    assert room.get_attribute("data-ok") == "true" and "re-run of this hand: consistent" in room.inner_text()
     assert page.evaluate("window.asked") == [["replay", {"table": "t1", "hand_no": hand_no}]]
 
     proofs, problems = python_verdict(record["events"])
@@ -158,7 +160,10 @@ def test_a_forged_card_is_named_in_red(browser):
     used = {c for e in record["events"] if e["type"] == "CardsDealt" for c in [d[1] for d in e["cards"]] + e["burned"]}
     other = next(r + s for r in "AKQJT98765432" for s in "shdc" if r + s not in used)
     target[1] = other
-    show(page, record, hand_no)
+    show(page, record, hand_no, {"consistent": False, "rules": None,
+                                 "deck": {"fair": False, "findings": ["a card the seed does not make"]}})
+    room = page.locator('[data-testid="replay-room-verdict"]')
+    assert room.get_attribute("data-ok") == "false" and "NOT fair (a card the seed does not make)" in room.inner_text()
     ok, text = verdict(page)
     assert ok == "false" and "Deck proofs fail" in text
     _, problems = python_verdict(record["events"])

@@ -246,6 +246,33 @@ class Board {
     return { say: [`The hand is over (${how}). ${net.join(", ")}${e.rake ? `; rake ${chips(e.rake)}` : ""}.`] };
   }
 
+  // the table around the hand: what may happen while it is played
+  onSitOutChanged(e) {
+    const why = { timed_out: " after a timeout", operator: " (the floor's decision)" }[e.reason] || "";
+    return { seat: e.seat, say: [`${this.name(e.seat)} ${e.sitting_out ? `sits out from the next hand${why}` : "is back from the next hand"}.`] };
+  }
+
+  onPlayerSatDown(e) {
+    this.names[e.seat] = e.player;
+    return { say: [`${e.player} sits down at seat ${e.seat} for the next hand.`] };
+  }
+
+  onChipsBought(e) {
+    return { say: [`${this.name(e.seat)} buys ${chips(e.amount)} in chips for the next hand.`] };
+  }
+
+  onPlayerLeft(e) {
+    return { say: [`${e.player} leaves seat ${e.seat} with ${chips(e.cashed_out)}.`] };
+  }
+
+  onWaitingListJoined(e) { return { say: [`${e.player} joins the waiting list.`] }; }
+  onWaitingListLeft(e) { return { say: [`${e.player} is off the waiting list.`] }; }
+  onSeatOffered(e) { return { say: [`Seat ${e.seat} is offered to ${e.player}, first on the waiting list.`] }; }
+  onTableConfigured() { return { say: ["The floor changes the table's settings, from the next hand."] }; }
+  onTablePaused() { return { say: ["The floor pauses the table: no new hand after this one."] }; }
+  onTableResumed() { return { say: ["The floor resumes the table."] }; }
+  onTableClosing() { return { say: ["The floor closes the table when this hand ends."] }; }
+
   onLeaveRequested(e) {
     this.seat(e.seat).folded = true;
     return { seat: e.seat, say: [`${this.name(e.seat)} leaves the table; the hand is folded.`] };
@@ -265,8 +292,10 @@ export function replaySteps(record) {
 
 // --- the page --------------------------------------------------------------------------
 
-function plainSay(say) {
-  return say.map((part) => (typeof part === "string" ? part : part.getAttribute ? part.textContent : "")).join("");
+function plainSay(say) {                        // a step in words only, for the list of steps
+  const cardText = (el) => (el.dataset.card === "back" ? "(face down)" : el.textContent);
+  return say.map((part) => (typeof part === "string" ? part
+    : [...part.querySelectorAll(".card")].map(cardText).join(" "))).join("");
 }
 
 function renderSeat(s, step, ctx) {
@@ -328,6 +357,17 @@ function renderVerdict(el, result, ctx) {
   }
 }
 
+// The room's own re-run of the hand (services/disputes, answered with the record):
+// shown beside the browser's check, which does not depend on it.
+function roomVerdict(v) {
+  if (!v || typeof v.consistent !== "boolean") return null;
+  const why = v.rules && v.rules.why ? `: ${v.rules.why}` : "";
+  const findings = v.deck && Array.isArray(v.deck.findings) && v.deck.findings.length ? ` (${v.deck.findings.map((f) => (typeof f === "string" ? f : JSON.stringify(f))).join("; ")})` : "";
+  const deck = v.deck ? `; its deck audit with the seed: ${v.deck.fair ? "fair" : `NOT fair${findings}`}` : "";
+  return h(`p.room-verdict.${v.consistent ? "ok" : "bad"}`, { testid: "replay-room-verdict", dataset: { ok: String(v.consistent) } },
+    `The room's own re-run of this hand: ${v.consistent ? "consistent" : `NOT consistent${why}`}${deck}.`);
+}
+
 /** The replay page of hand ``hand`` at ``table`` in ``container``. */
 export async function showReplay(container, api, table, hand) {
   ensureStyles();
@@ -342,9 +382,9 @@ export async function showReplay(container, api, table, hand) {
     status.textContent = "No such hand: the address should be #/replay/<table>/<hand number>.";
     return;
   }
-  let record;
+  let record, answer;
   try {
-    const answer = await api.request("replay", { table, hand_no: hand });
+    answer = await api.request("replay", { table, hand_no: hand });
     record = answer && answer.record;
     if (!record || !Array.isArray(record.events)) throw new Error("the answer holds no hand record");
   } catch (e) {
@@ -372,10 +412,10 @@ export async function showReplay(container, api, table, hand) {
   let at = 0;
   const show = (i) => { at = Math.max(0, Math.min(steps.length - 1, i)); update(); };
   const buttons = {
-    first: button("replay-first", "First step", "⏮ First", () => show(0)),
-    prev: button("replay-prev", "Previous step", "◀ Previous", () => show(at - 1)),
-    next: button("replay-next", "Next step", "Next ▶", () => show(at + 1)),
-    last: button("replay-last", "Last step", "Last ⏭", () => show(steps.length - 1)),
+    first: button("replay-first", "First step", "« First", () => show(0)),
+    prev: button("replay-prev", "Previous step", "‹ Previous", () => show(at - 1)),
+    next: button("replay-next", "Next step", "Next ›", () => show(at + 1)),
+    last: button("replay-last", "Last step", "Last »", () => show(steps.length - 1)),
   };
   const position = h("span.replay-position", { testid: "replay-position" });
   const text = h("p.replay-step", { testid: "replay-step", "aria-live": "polite" });
@@ -385,7 +425,7 @@ export async function showReplay(container, api, table, hand) {
   const controls = h("div.buttons.replay-controls", { role: "group", "aria-label": "Step through the hand" },
     buttons.first, buttons.prev, position, buttons.next, buttons.last);
 
-  root.append(facts, verdict, controls, text,
+  root.append(facts, verdict, roomVerdict(answer.verdict), controls, text,
     h("div.table-layout", {}, board, h("aside.side", { "aria-label": "The hand's steps" }, h("h2", {}, "Steps"), log)),
     h("p.muted.replay-keys", {}, "Keys: ← and → step, Home and End jump to the first and last step."));
 
