@@ -91,7 +91,7 @@ async def _reconciles(reconciles: Reconciles) -> None:
     last = done["last"]
     assert not done["running"] and done["failed"] is None, done["failed"]
     assert last["clean"] and last["differences"] == [] and last["difference_count"] == 0, last["differences"]
-    assert last["tables"] >= 1 and last["hands"] >= 3 and last["seconds"] >= 0
+    assert last["tables"] >= 1 and last["hands"] >= 2 and last["seconds"] >= 0
     assert {line["name"] for line in last["equation"]} >= {"deposits", "rake", "chips on the tables"}
     again = await reconciles.last_reconcile()           # within max_age_s: the same result, none started
     assert again["last"] is last and not again["running"]
