@@ -11,7 +11,8 @@ rooms are forbidden (docs/design/layout.md):
 - a projection imports no other projection (what they share, the tracking projector,
   lives in ``projections/`` itself or in the domain);
 - a service imports no projection; only the composition of the whole room
-  (``services/room``) and the command line (``services/cli``) reach both sides;
+  (``services/room``), the command line (``services/cli``) and the web console
+  (``services/console``, a client of both sides) reach both sides;
 - nothing of the room imports the tools (``tools/``: benchmarks, the fault drill), and no
   test imports a benchmark.
 """
@@ -28,7 +29,7 @@ TOPS = {"domain": "studroom.domain", "services": "studroom.services",
         "projections": "studroom.projections", "tools": "studroom.tools"}
 HALLWAY = ("studroom.services.wire", "studroom.services.client", "studroom.services.store",
            "studroom.services.runtime")
-COMPOSITION = ("studroom.services.room", "studroom.services.cli")
+COMPOSITION = ("studroom.services.room", "studroom.services.cli", "studroom.services.console")
 NOT_IN_THE_RULES = {"asyncio", "socket", "time", "datetime", "threading", "subprocess", "os", "pathlib",
                     "psycopg", "nats", "eventsourcing", "logging"}
 

@@ -26,7 +26,7 @@ def _add_identity(role: str, args: argparse.Namespace) -> int:
     """A NATS identity of ``role``, issued now (an existing one again, with a fresh
     expiry): print its credentials' path (never their contents).  With ``--password``
     or ``--password-stdin``, its console password too (asked before anything is issued)."""
-    from ..console.passwords import BadPassword, Passwords, check_password
+    from ..auth.passwords import BadPassword, Passwords, check_password
     from ..wire.subjects import BadName, check_name
 
     try:
@@ -71,7 +71,7 @@ def _revoke_identity(role: str, args: argparse.Namespace) -> int:
     """Revoke every key of the identity in the Authority, then tell the running servers
     (they close its connections and refuse it from now on)."""
     from ..auth.authority import UnknownIdentity
-    from ..console.passwords import Passwords
+    from ..auth.passwords import Passwords
     from ..wire.subjects import BadName
 
     authority = _authority(args)

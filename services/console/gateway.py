@@ -25,7 +25,7 @@ from ..auth.authority import Authority
 from . import ops
 from .limits import LoginLimits
 from .links import Link, connect_person, connect_spectator
-from .passwords import ROLES, Passwords
+from ..auth.passwords import ROLES, Passwords
 from .sessions import Session, Sessions, TooManySessions
 
 log = logging.getLogger("studroom.console")

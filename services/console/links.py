@@ -109,11 +109,13 @@ class Link:
             await self.nc.close()
 
 
+_ENDED = ("authorization violation", "authentication expired", "authentication revoked")
+
+
 def _ended_by_server(error: BaseException) -> bool:
     """The server refused or stopped the key: revoked, expired, unknown."""
     text = str(error).lower()
-    return isinstance(error, nats.errors.AuthorizationError) or "authorization violation" in text \
-        or "expired" in text or "revoked" in text
+    return isinstance(error, nats.errors.AuthorizationError) or any(said in text for said in _ENDED)
 
 
 async def connect_person(url: str, authority: Authority, role: str, name: str,

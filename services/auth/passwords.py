@@ -5,7 +5,7 @@ The file maps ``"<role>.<name>"`` to a hash; it is written whole, 0600, under a 
 at every check, so a password set or removed while the console runs counts at once.
 An identity without an entry cannot log in to the console.  A check of an unknown
 identity verifies against a dummy hash: the answer and its cost are those of a wrong
-password.  docs/design/console.md.
+password.  docs/design/console.md (the console reads it; the CLI writes it).
 """
 
 from __future__ import annotations
