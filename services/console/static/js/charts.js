@@ -35,7 +35,7 @@ export function barChart(rows, { title, unit = "", testid, height = 180, format 
     svg.append(s("rect", { class: `bar ${r.kind || ""}`, x, y: top + plotH - barH, width: barW, height: Math.max(barH, r.value > 0 ? 1 : 0) },
       s("title", {}, `${r.label}: ${format(r.value)}${unit}`)));
     if (i % labelEvery === 0) {
-      svg.append(s("text", { x: x + barW / 2, y: height - bottom + 14, "text-anchor": "middle" }, String(r.label).slice(-10)));
+      svg.append(s("text", { x: x + barW / 2, y: height - bottom + 14, "text-anchor": "middle" }, String(r.label).length > 12 ? String(r.label).slice(0, 11) + "…" : String(r.label)));
     }
   });
   return h("figure.chart-box", { testid, dataset: { bars: String(rows.length) } },

@@ -72,7 +72,10 @@ export function show(container, { api }) {
 
   async function loadTables() {
     try {
-      const answer = await api.request("desk_tables", {});
+      const answer = await api.request("desk_tables", {}).catch((e) => {
+        if (e.code === "bad_request") return api.request("lobby", {});   // a gateway without the desk's ops yet
+        throw e;
+      });
       const tables = [...(answer.tables || [])].sort((a, b) => a.table_id.localeCompare(b.table_id));
       const open = new Set([...tablesBody.querySelectorAll("details[open]")].map((d) => d.dataset.table));
       clear(tablesBody, ...(tables.length ? tables.map(tableRow) : [h("p", {}, "No tables.")]));

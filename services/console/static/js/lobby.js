@@ -28,13 +28,13 @@ export function show(container, { api, navigate }) {
         onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(t.table_id); } },
       },
       h("th", { scope: "row" }, h("a", { href: `#/table/${encodeURIComponent(t.table_id)}`, tabindex: "-1" }, t.table_id)),
-      h("td", {}, gameName(t.game)),
-      h("td", {}, stakesText(t.stakes)),
-      h("td", { testid: "lobby-seats" }, `${taken}/${Math.min(t.seats, t.max_players || t.seats)}`),
-      h("td.num", {}, f.average_pot === null || f.average_pot === undefined ? "–" : chips(f.average_pot)),
-      h("td.num", {}, String(f.hands_per_hour || 0)),
-      h("td.num", { testid: "lobby-waiting" }, String(t.waiting || 0)),
-      h("td", { class: `state-${t.state || "open"}` }, state + (t.served === false ? " (unserved)" : "")));
+      h("td", { "data-label": "Game" }, gameName(t.game)),
+      h("td", { "data-label": "Stakes" }, stakesText(t.stakes)),
+      h("td", { testid: "lobby-seats", "data-label": "Seats" }, `${taken}/${Math.min(t.seats, t.max_players || t.seats)}`),
+      h("td.num", { "data-label": "Avg pot" }, f.average_pot === null || f.average_pot === undefined ? "–" : chips(f.average_pot)),
+      h("td.num", { "data-label": "Hands/h" }, String(f.hands_per_hour || 0)),
+      h("td.num", { testid: "lobby-waiting", "data-label": "Waiting" }, String(t.waiting || 0)),
+      h("td", { class: `state-${t.state || "open"}`, "data-label": "State", testid: "lobby-state" }, state + (t.served === false ? " (unserved)" : "")));
     });
     clear(body, ...rows);
     status.textContent = rows.length ? "" : "No tables yet.";

@@ -8,10 +8,6 @@ import { h, clear, chips, errorText, notice } from "./dom.js";
 const DEFAULT_MAX_BUY_IN_BIG_BETS = 100;   // domain/limits.py: a table's ceiling when it sets none
 const LABELS = { bring_in: "Bring in", complete: "Complete", fold: "Fold", check: "Check", call: "Call", bet: "Bet", raise: "Raise" };
 
-function bigStreet(game, street) {
-  return street >= 2;                      // 5th..7th (seven-card), 4th..5th (five-card): R11
-}
-
 export function playPanel(el, api, state, session, reload) {
   const status = h("p.notice", { role: "status", "aria-live": "polite", testid: "play-status" });
   const body = h("div.play-body");
@@ -85,20 +81,20 @@ export function playPanel(el, api, state, session, reload) {
       ];
     }
     const buttons = [];
-    const street = state.hand ? state.hand.street : 0;
-    const sizeOf = (size) => (size === "big" || (!size && bigStreet(state.game, street)) ? st.big_bet : st.small_bet);
+    const top = state.currentBet;
+    const amountOf = (option, size) => (option === "raise" ? `to ${chips(top + state.betSize(size))}` : chips(state.betSize(size)));
     for (const option of turn.options || []) {
       const act = (size) => () => send({ type: "Act", seat, action: option, ...(size ? { size } : {}) }, LABELS[option] || option);
       if ((option === "bet" || option === "raise") && (turn.sizes || []).length) {
         for (const size of turn.sizes) {
           buttons.push(h("button", { type: "button", testid: `action-${option}-${size}`, dataset: { action: option, size }, onclick: act(size) },
-            `${LABELS[option]} ${chips(sizeOf(size))}`));
+            `${LABELS[option]} ${amountOf(option, size)}`));
         }
         continue;
       }
       let label = LABELS[option] || option;
       if (option === "call") label += ` ${chips(turn.to_call)}`;
-      else if (option === "bet" || option === "raise") label += ` ${chips(sizeOf(null))}`;
+      else if (option === "bet" || option === "raise") label += ` ${amountOf(option, null)}`;
       else if (option === "bring_in") label += ` ${chips(st.bring_in ?? Math.floor(st.small_bet / 2))}`;
       else if (option === "complete") label += ` to ${chips(st.small_bet)}`;
       buttons.push(h(option === "fold" ? "button.danger" : "button", { type: "button", testid: `action-${option}`, dataset: { action: option }, onclick: act(null) }, label));

@@ -28,7 +28,7 @@ export function show(container, ctx) {
   const turnText = h("span", { testid: "turn" });
   const countdown = h("span.countdown", { testid: "countdown", role: "timer", "aria-live": "off" });
   const announcements = h("ul.announcements", { testid: "announcements", "aria-live": "polite" });
-  const logEl = h("ol.log", { testid: "log", "aria-label": "Action log" });
+  const logEl = h("ul.log", { testid: "log", "aria-label": "Action log, newest first" });
   const play = h("section.play", { testid: "play", "aria-label": "Play" });
 
   container.append(h("section.page-table", { dataset: { table: tableId } },

@@ -306,7 +306,9 @@ export class TableState {
   }
   onRoundStarted(e) {
     this.turn = null;
-    if (e.bring_in) this.say(`${this.name(e.opener)} brings in${e.door_card ? ` (door card ${e.door_card})` : ""}`);
+    if (this.hand) this.hand.open_pair = !!e.open_pair;
+    if (e.bring_in) this.say(`Lowest door card${e.door_card ? ` ${e.door_card}` : ""}: ${this.name(e.opener)} brings in`, "dealer-plain");
+    if (e.open_pair) this.say("An open pair: the big bet is allowed", "dealer-plain");
   }
   onRoundEnded(e) {
     if (!this.hand) return;
@@ -399,6 +401,23 @@ export class TableState {
       return p && !p.posted && !p.folded ? t : null;
     }
     return t.seat === this.mySeat ? t : null;
+  }
+
+  // The bet or raise size now (R11, R12): big on the big streets, and after an open
+  // pair where only the big one is offered (TurnStarted lists both sizes otherwise).
+  betSize(sizeName) {
+    const st = (this.config && this.config.stakes) || { small_bet: 0, big_bet: 0 };
+    if (sizeName) return sizeName === "big" ? st.big_bet : st.small_bet;
+    const hand = this.hand;
+    const street = hand ? hand.street : 0;
+    const openPair = hand && (hand.open_pair || (street === 1 && this.currentBet >= st.big_bet));
+    return street >= 2 || openPair ? st.big_bet : st.small_bet;
+  }
+
+  get currentBet() {
+    let top = 0;
+    if (this.hand) for (const p of this.hand.players.values()) top = Math.max(top, p.bet);
+    return top;
   }
 
   get freeSeats() {
