@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import nats.errors
+import psycopg
+
 from ..client.table import Refused
 from ..store.layout import STORE_SCHEMA_PREFIX
 from ..wire.protocol import UNAVAILABLE
@@ -40,6 +43,8 @@ def _answered(run: Run) -> Run:
             return await run(link, args)
         except Refused as e:
             raise OpError(e.code, e.message) from None
+        except (psycopg.OperationalError, nats.errors.Error) as e:      # the database or NATS away
+            raise OpError(UNAVAILABLE, f"{type(e).__name__}: {str(e)[:200]}") from None
     return answer
 
 

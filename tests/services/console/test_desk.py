@@ -14,6 +14,7 @@ import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
@@ -24,7 +25,9 @@ from studroom.projections.ledger import reports, schema
 from studroom.projections.ledger.cut import book_to_cut
 from studroom.projections.ledger.sources import all_sources
 from studroom.services.client.table import Refused
+from studroom.services.console import desk_ops
 from studroom.services.console.desk import Books, Reconciles, dead_letters, health, rake
+from studroom.services.console.ops import OPS, OpError
 from studroom.services.relay.dead_letters import DeadLetter
 from studroom.services.runtime.processes import process
 from studroom.services.wire.dead_letters import DeadLetters, Undelivered
@@ -71,6 +74,12 @@ def test_the_rake_per_table_and_per_day_is_the_ledgers_rake_report(played: tuple
         with pytest.raises(Refused) as refused:
             asyncio.run(rake(books, *wrong))  # type: ignore[arg-type]
         assert refused.value.code == "bad_request"
+    away = Books("postgresql://nobody@127.0.0.1:1/none")         # the op, when the database is away
+    desk_ops.register(away, Reconciles(away))
+    operator = SimpleNamespace(session=SimpleNamespace(link=SimpleNamespace(role="operator", name="floor", nc=None)))
+    with pytest.raises(OpError) as refused:
+        asyncio.run(OPS["desk_rake"].run(operator, {"by": "table"}))
+    assert refused.value.code == "unavailable"
 
 
 def test_the_last_reconcile_runs_in_the_background_and_finds_the_books_clean(
