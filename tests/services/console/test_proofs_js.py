@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from browser_page import static_page
+from studroom.domain import views
 from studroom.domain.events import AntesCollected, CardsDealt, Event, HandShown, HandStarted, TableEvent
 from studroom.domain.scenario import play
 from studroom.domain.seen import seen_by
@@ -263,3 +264,24 @@ def test_base64_decodes_exactly_as_pythons_b64decode(page):
       return texts.map((t) => [one(t, false), one(t, true)]);
     }""", BASE64)
     assert got == [[python(t, False), python(t, True)] for t in BASE64]
+
+
+def test_R32_a_players_messages_with_versions_verify_hand_by_hand(page):
+    """What a player received live (public copies and his private ones, each with its
+    version, in any order): eventsOf merges them as the verifier's events_of does."""
+    table, stream = new_table("seven_card_stud", 3)
+    rng = random.Random(21)
+    for _ in range(4):
+        stream += play_hand(table, rng, timeout_rate=0.05)
+    got = [{"version": v, "event": msgspec.to_builtins(views.public(e))} for v, e in enumerate(stream, 1)]
+    got += [{"version": v, "event": msgspec.to_builtins(copy)} for v, e in enumerate(stream, 1)
+            if 1 in views.owners_of_private_cards(e) and (copy := views.private(e, 1)) is not None]
+    random.Random(1).shuffle(got)
+    results = page.evaluate("""async (messages) => {
+      const { eventsOf, verifyHands } = await import("/js/proofs.js");
+      return verifyHands(eventsOf(messages));
+    }""", got)
+    hands = verify_deck.verify(verify_deck.events_of(got))
+    assert [(r["hand_no"], r["checked"], [f["message"] for f in r["failures"]]) for r in results] == [
+        (h.number, h.proofs, h.problems) for h in hands]
+    assert len(results) == 4 and all(r["ok"] for r in results)

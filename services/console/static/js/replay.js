@@ -374,7 +374,7 @@ export async function showReplay(container, api, table, hand) {
   const title = h("h1", { id: "replay-title" }, `Replay: hand ${hand} at table ${table}`);
   const status = h("p.notice", { role: "status", testid: "replay-status" }, "Loading the hand…");
   const root = h("section.replay", { testid: "replay", "aria-labelledby": "replay-title" },
-    h("div.page-head", {}, title, h("a", { href: "#/history" }, "Back to my hands")), status);
+    h("div.page-head", {}, title, h("a", { href: "#/history" }, "Back to the history")), status);
   clear(container, root);
   if (!Number.isInteger(hand) || hand < 0 || !table) {
     status.className = "notice error";
