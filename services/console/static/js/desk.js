@@ -70,17 +70,36 @@ export function show(container, { api }) {
       players.length ? h("ul", {}, ...players) : h("p.muted", {}, "No one seated."));
   }
 
+  // desk_tables when the gateway has it, else the lobby's entries (the same shape).
+  let deskTables = true;
   async function loadTables() {
     try {
-      const answer = await api.request("desk_tables", {}).catch((e) => {
-        if (e.code === "bad_request") return api.request("lobby", {});   // a gateway without the desk's ops yet
-        throw e;
-      });
-      const tables = [...(answer.tables || [])].sort((a, b) => a.table_id.localeCompare(b.table_id));
-      const open = new Set([...tablesBody.querySelectorAll("details[open]")].map((d) => d.dataset.table));
-      clear(tablesBody, ...(tables.length ? tables.map(tableRow) : [h("p", {}, "No tables.")]));
-      for (const d of tablesBody.querySelectorAll("details")) if (open.has(d.dataset.table)) d.open = true;
+      let answer;
+      if (deskTables) {
+        answer = await api.request("desk_tables", {}).catch((e) => {
+          if (e.code !== "bad_request") throw e;
+          deskTables = false;
+          return null;
+        });
+      }
+      if (!answer) answer = await api.request("lobby", {});
+      renderTables(answer.tables || []);
     } catch (e) { failed(tablesBody, e); }
+  }
+
+  function renderTables(list) {
+    const tables = [...list].sort((a, b) => a.table_id.localeCompare(b.table_id));
+    const open = new Set([...tablesBody.querySelectorAll("details[open]")].map((d) => d.dataset.table));
+    const focused = document.activeElement;
+    const keep = focused && tablesBody.contains(focused) && focused.closest("[data-table]") ?
+      [focused.closest("[data-table]").dataset.table, focused.dataset.testid, focused.tagName] : null;
+    clear(tablesBody, ...(tables.length ? tables.map(tableRow) : [h("p", {}, "No tables.")]));
+    for (const d of tablesBody.querySelectorAll("details")) if (open.has(d.dataset.table)) d.open = true;
+    if (keep) {
+      const row = tablesBody.querySelector(`[data-table="${CSS.escape(keep[0])}"]`);
+      const again = row && (keep[1] ? row.querySelector(`[data-testid="${keep[1]}"]:not([disabled])`) : row.querySelector(keep[2].toLowerCase()));
+      if (again) again.focus(); else if (row) row.querySelector("summary").focus();
+    }
   }
 
   function configFields(c, prefix) {
@@ -256,8 +275,14 @@ export function show(container, { api }) {
   }
 
   loadTables(); loadRake(); loadReconcile(); loadHealth(); loadLetters();
-  const offLobby = api.on("push:lobby", () => { if (!tablesBody.contains(document.activeElement)) loadTables(); });
+  let pending = null;
+  const offLobby = api.on("push:lobby", (m) => {
+    if (!deskTables) { renderTables(m.tables || []); return; }
+    if (!pending) pending = setTimeout(() => { pending = null; loadTables(); }, 500);
+  });
+  const lobbyWatch = api.subscribe("desk-lobby", "watch_lobby", {}, () => {}, "unwatch_lobby");
+  lobbyWatch.answer.catch(() => {});
   const timer = setInterval(() => { loadHealth(); }, POLL_MS);
   const slow = setInterval(() => { loadTables(); loadReconcile(); loadLetters(); }, 6 * POLL_MS);
-  return () => { clearInterval(timer); clearInterval(slow); offLobby(); };
+  return () => { clearInterval(timer); clearInterval(slow); clearTimeout(pending); offLobby(); lobbyWatch.end(); };
 }
