@@ -201,7 +201,9 @@ def test_every_step_of_a_scripted_hand_is_told(browser, name):
         # every step in words of its own: no bare event name, no "undefined", no "NaN"
         assert all(text.strip() and "undefined" not in text and "NaN" not in text and "null" not in text
                    for _, text in told), told
-        assert verdict(page)[0] == "true"
+        ok, text = verdict(page)
+        assert ok == "true" and ("Deck verified" in text if any(e["type"] == "CardsDealt" for e in record["events"])
+                                 else "no card was dealt" in text)
         if any(isinstance(e, HandShown) for e in events):
             assert any(kind == "HandShown" and " shows " in text for kind, text in told)
 
@@ -232,4 +234,13 @@ def test_phone_width_keyboard_focus_and_nothing_from_outside(browser):
     assert focused == ["replay-last", "solid"]
     page.keyboard.press("Enter")
     assert page.locator('[data-testid="replay-step"]').get_attribute("data-event") == "HandEnded"
+    # the list of steps is one tab stop, the current step; the keys move it along
+    page.keyboard.press("Tab")
+    current = """() => [document.activeElement.getAttribute("aria-current"),
+                        [...document.querySelectorAll('[data-testid="replay-log"] button')].indexOf(document.activeElement)]"""
+    last = page.locator('[data-testid="replay-log"] button').count() - 1
+    assert page.evaluate(current) == ["step", last]
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate(current) == ["step", last - 1]
+    assert page.locator('[data-testid="replay-step"]').get_attribute("data-step") == str(last - 1)
     assert requests and all(url.startswith(origin + "/") for url in requests), requests

@@ -345,7 +345,8 @@ function renderVerdict(el, result, ctx) {
   el.dataset.ok = String(result.ok);
   el.className = `verdict ${result.ok ? "ok" : "bad"}`;
   if (result.ok && !result.committed) {
-    clear(el, h("strong", {}, "✓ Nothing to verify: "), "a live dealer dealt physical cards; no deck was committed.");
+    clear(el, h("strong", {}, "✓ Nothing to verify: "), ctx.dealt
+      ? "a live dealer dealt physical cards; no deck was committed." : "no card was dealt in this hand.");
   } else if (result.ok) {
     const n = result.checked;
     clear(el, h("strong", {}, "✓ Deck verified: "),
@@ -400,7 +401,8 @@ export async function showReplay(container, api, table, hand) {
   const first = record.events[0] || {};
   const names = {};
   for (const s of first.seats || []) names[s.seat] = s.player;
-  const ctx = { game: record.config.game, viewer: record.viewer ?? null, failed: new Set(), names };
+  const ctx = { game: record.config.game, viewer: record.viewer ?? null, failed: new Set(), names,
+    dealt: record.events.some((e) => e.type === "CardsDealt") };
   const seen = record.full ? "the dealer's full record (every card)"
     : record.viewer !== null && record.viewer !== undefined ? `as ${names[record.viewer] ?? `seat ${record.viewer}`} saw it` : "as anyone saw it";
   const facts = h("p.facts", {}, `${gameName(record.config.game)} ${stakesText(record.config.stakes)}`,
@@ -441,10 +443,13 @@ export async function showReplay(container, api, table, hand) {
       const end = key === "first" || key === "prev" ? at === 0 : at === steps.length - 1;
       el.setAttribute("aria-disabled", String(end));   // not disabled: a focused button keeps the focus
     }
-    [...log.children].forEach((li, i) => {
+    const inLog = log.contains(document.activeElement);
+    [...log.children].forEach((li, i) => {        // one tab stop in the list: the current step
       const b = li.firstChild;
+      b.tabIndex = i === at ? 0 : -1;
       if (i === at) b.setAttribute("aria-current", "step"); else b.removeAttribute("aria-current");
     });
+    if (inLog) log.children[at].firstChild.focus({ preventScroll: true });
     const current = log.children[at];
     if (current && log.scrollHeight > log.clientHeight) {
       log.scrollTop = Math.max(0, current.offsetTop - log.offsetTop - log.clientHeight / 2);
