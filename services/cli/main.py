@@ -174,6 +174,9 @@ def _add_room_command(commands: argparse._SubParsersAction) -> None:
     room.add_argument("--data-dir", default=None, help="embedded servers' data (default .studroom/ or STUDROOM_DATA_DIR)")
     room.add_argument("--quiet", action="store_true", help="no progress line")
     room.add_argument("--no-timers", action="store_true", help="no timer service (absent players never time out)")
+    room.add_argument("--console-port", type=int_range(0, 65535), default=None, metavar="PORT",
+                      help="the web console's port on 127.0.0.1 (default 8480 if free, else a free one; 0: a free one)")
+    room.add_argument("--no-console", action="store_true", help="no web console")
     room.set_defaults(run=_room)
 
 

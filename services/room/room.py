@@ -71,13 +71,34 @@ class RoomOptions:
     progress: bool
     timers: bool                  # the timer service: turns of absent players time out
     db_servers: int = 1           # embedded PostgreSQL servers the stores are spread over
+    console_port: int | None = None   # the web console's port on 127.0.0.1 (None: no console)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RoomOptions:
         return cls(tables=args.tables, bots_per_table=args.bots_per_table, seconds=args.seconds,
                    instances=args.instances, stores=args.stores, pace_ms=args.pace,
                    progress=not args.quiet, timers=not args.no_timers,
-                   db_servers=getattr(args, "db_servers", 1))
+                   db_servers=getattr(args, "db_servers", 1),
+                   console_port=None if getattr(args, "no_console", True) else console_port(args.console_port))
+
+
+def console_port(wanted: int | None) -> int:
+    """The console's port: ``wanted`` if given (0: a free one), else the console's
+    default (8480) if it is free, else a free one; chosen here, so the room can say it."""
+    import socket
+
+    from ..console.bootstrap import DEFAULT_PORT, HOST
+
+    for port in [wanted] if wanted is not None else [DEFAULT_PORT, 0]:
+        with socket.socket() as probe:
+            try:
+                probe.bind((HOST, port))
+            except OSError:
+                if wanted is not None:
+                    raise SystemExit(f"studroom room: port {port} of {HOST} is taken (--console-port)") from None
+                continue
+            return int(probe.getsockname()[1])
+    raise AssertionError("port 0 is always free")
 
 
 @dataclass
@@ -144,7 +165,8 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             say(note)
         services = Services(child_env(nats_url, database_url, settings.data_dir, elsewhere),
                             settings.data_dir / "logs", instances=options.instances,
-                            stores=options.stores, timers=options.timers, authority=authority)
+                            stores=options.stores, timers=options.timers, authority=authority,
+                            console_port=options.console_port)
         issued = issue_credentials(authority, plans, services)
         say(f"credentials: {issued} identities in {authority.creds_dir} (services, operator "
             f"{FLOOR!r}, spectator {SPECTATOR!r}, a player for each bot)")
@@ -155,6 +177,9 @@ def run(settings: Settings, options: RoomOptions, out: IO[str] = sys.stdout) -> 
             say(f"studroom room: {refused}")
             return 2
         services.start()
+        if options.console_port is not None:
+            say(f"console: http://127.0.0.1:{options.console_port}/ (watch as a spectator; to play, "
+                "studroom player add NAME --password)")
         problems: list[str] = []
         result: RoomResult | None = None
         try:

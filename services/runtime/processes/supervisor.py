@@ -23,6 +23,7 @@ from ..retry import RESTART
 from ..settings import NATS_CREDS_VAR, Settings
 
 SERVE = (sys.executable, "-m", "studroom.services.cli", "serve")
+CONSOLE = "console"       # holds no identity of its own: it connects in each person's name (console.md)
 
 
 def _service(command: list[str]) -> str:
@@ -101,6 +102,7 @@ class Services:
     authority: Authority | None = None
     replicas: int = 1
     pause_ms: int = 0
+    console_port: int | None = None          # the web console on 127.0.0.1:<port>; None: no console
     procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = field(default_factory=list,
                                                                        init=False)
     lives: dict[str, Life] = field(default_factory=dict, init=False)
@@ -139,6 +141,9 @@ class Services:
             own = ["--cashier-schema", f"{self.schema_prefix}cashier",
                    "--ledger-schema", f"{self.schema_prefix}ledger"] if self.schema_prefix else []
             commands.append((f"{self.name}-ledger", [*SERVE, "ledger", *relay_args, *own]))
+        if self.console_port is not None:
+            commands.append((f"{self.name}-console", [*SERVE, CONSOLE, "--port", str(self.console_port),
+                                                      "--log-level", "WARNING"]))
         return commands
 
     def _cashier_args(self) -> list[str]:
@@ -184,11 +189,11 @@ class Services:
 
     def identities(self) -> set[tuple[str, str]]:
         """The children's NATS identities: ``("service", "table" | "relay" | "timer" | "cashier")``."""
-        return {("service", _service(command)) for _, command in self.commands()}
+        return {("service", _service(command)) for _, command in self.commands() if _service(command) != CONSOLE}
 
     def env_of(self, command: list[str]) -> dict[str, str]:
         """The environment of one child: ``env``, and its own service credentials."""
-        if self.authority is None:
+        if self.authority is None or _service(command) == CONSOLE:
             return self.env
         creds = self.authority.ensure("service", _service(command))
         return {**self.env, NATS_CREDS_VAR: str(creds)}
