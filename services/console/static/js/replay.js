@@ -350,7 +350,8 @@ function renderVerdict(el, result, ctx) {
   } else if (result.ok) {
     const n = result.checked;
     clear(el, h("strong", {}, "✓ Deck verified: "),
-      `${n} card${n === 1 ? "" : "s"} checked against the commitment (format ${result.format}), in this browser with SHA-256.`);
+      `${n} card${n === 1 ? "" : "s"} checked against the commitment (format ${result.format}), in this browser with SHA-256: `,
+      ctx.full ? "every card dealt or shown." : "every card this reader could see.");
   } else {
     clear(el, h("strong", {}, "✗ Deck proofs fail: "),
       `${result.failures.length} problem${result.failures.length === 1 ? "" : "s"} (${result.checked} cards checked).`,
@@ -402,7 +403,7 @@ export async function showReplay(container, api, table, hand) {
   const names = {};
   for (const s of first.seats || []) names[s.seat] = s.player;
   const ctx = { game: record.config.game, viewer: record.viewer ?? null, failed: new Set(), names,
-    dealt: record.events.some((e) => e.type === "CardsDealt") };
+    dealt: record.events.some((e) => e.type === "CardsDealt"), full: Boolean(record.full) };
   const seen = record.full ? "the dealer's full record (every card)"
     : record.viewer !== null && record.viewer !== undefined ? `as ${names[record.viewer] ?? `seat ${record.viewer}`} saw it` : "as anyone saw it";
   const facts = h("p.facts", {}, `${gameName(record.config.game)} ${stakesText(record.config.stakes)}`,
@@ -427,7 +428,7 @@ export async function showReplay(container, api, table, hand) {
   const controls = h("div.buttons.replay-controls", { role: "group", "aria-label": "Step through the hand" },
     buttons.first, buttons.prev, position, buttons.next, buttons.last);
 
-  root.append(facts, verdict, roomVerdict(answer.verdict), controls, text,
+  root.append(...[facts, verdict, roomVerdict(answer.verdict), controls, text].filter(Boolean),
     h("div.table-layout", {}, board, h("aside.side", { "aria-label": "The hand's steps" }, h("h2", {}, "Steps"), log)),
     h("p.muted.replay-keys", {}, "Keys: ← and → step, Home and End jump to the first and last step."));
 
