@@ -17,12 +17,11 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from ..runtime.observability.metrics import flat_name
+from ..client.discovery import ask_all, instance, key_counters, readiness
 from ..runtime.settings import Settings
 from ..runtime.text import number, table
 
 OPERATOR = ("operator", "floor")        # the room's operator (services/room/bots.py)
-SHOWN_GAUGES = ("projection_lag_events", "relay_backlog_events", "table_partitions")
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -31,46 +30,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                         help="how long to collect answers (default 1)")
     health.add_argument("--json", action="store_true", help="the services' $SRV.STATS answers as JSON")
     health.set_defaults(run=_health)
-
-
-async def ask_all(nc: Any, subject: str, wait: float) -> list[dict[str, Any]]:
-    """Every answer to one request on ``subject`` within ``wait`` seconds."""
-    answers: list[dict[str, Any]] = []
-
-    async def collect(msg: Any) -> None:
-        try:
-            answers.append(json.loads(msg.data))
-        except ValueError:
-            pass
-
-    inbox = nc.new_inbox()
-    sub = await nc.subscribe(inbox, cb=collect)
-    try:
-        await nc.publish(subject, b"", reply=inbox)
-        await asyncio.sleep(wait)
-    finally:
-        await sub.unsubscribe()
-    return answers
-
-
-def key_counters(stats: dict[str, Any]) -> dict[str, float]:
-    """An instance's counters and its lag or backlog, from its ``$SRV.STATS`` answer."""
-    readings: dict[str, float] = {}
-    for endpoint in stats.get("endpoints") or []:
-        readings |= endpoint.get("data") or {}
-    return {flat_name(name).replace("_total", ""): value for name, value in readings.items()
-            if ("_total" in name or name.startswith(SHOWN_GAUGES)) and (value or not name.startswith("door_"))}
-
-
-def readiness(stats: dict[str, Any]) -> str:
-    """``ready``, ``not ready``, or ``?`` (an instance that does not say: an older version)."""
-    said = [endpoint["data"]["ready"] for endpoint in stats.get("endpoints") or []
-            if "ready" in (endpoint.get("data") or {})]
-    return "?" if not said else "ready" if all(said) else "not ready"
-
-
-def instance(stats: dict[str, Any]) -> str:
-    return f'{stats["name"].removeprefix("studroom-")} {stats.get("metadata", {}).get("instance", stats["id"])}'
 
 
 def table_text(answers: list[dict[str, Any]], now: datetime) -> str:

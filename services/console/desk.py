@@ -5,7 +5,7 @@ Who asks what (docs/design/trust.md):
 
 - :func:`health` asks over the operator's OWN connection: an operator may publish
   ``$SRV.>`` (NATS micro discovery), so the server's permissions apply as they do to
-  ``studroom health``, whose reading of the answers this reuses (services/cli/health.py).
+  ``studroom health``, whose reading of the answers this shares (services/client/discovery.py).
 - :func:`dead_letters` reads KV bucket ``studroom_dead_letters``, which no operator may
   read (JetStream is the services' alone): over the console's own service connection,
   one with JetStream read powers (e.g. the read-only ``projections`` identity).  It
@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..cli.health import ask_all, instance, key_counters, readiness
+from ..client.discovery import ask_all, instance, key_counters, readiness
 from ..relay.dead_letters import DeadLetter
 from ..wire import subjects
 from ..wire.dead_letters import Undelivered
