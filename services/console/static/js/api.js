@@ -95,7 +95,7 @@ export class Api {
     const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws";
     const socket = new WebSocket(url);
     this.socket = socket;
-    this.opened = new Promise((resolve) => {
+    this.opened = new Promise((resolve, reject) => {
       socket.addEventListener("open", () => {
         this.attempt = 0;
         this.state = "open";
@@ -103,7 +103,9 @@ export class Api {
         resolve(socket);
         this.resubscribe();
       });
+      socket.addEventListener("close", () => reject(Object.assign(new Error("not connected"), { code: "disconnected" })));
     });
+    this.opened.catch(() => {});         // a request waiting on it says so itself
     socket.addEventListener("message", (message) => this.receive(message.data));
     socket.addEventListener("close", (e) => this.dropped(socket, e.code));
     return this.opened;

@@ -11,7 +11,9 @@ const LABELS = { bring_in: "Bring in", complete: "Complete", fold: "Fold", check
 export function playPanel(el, api, state, session, reload) {
   const status = h("p.notice", { role: "status", "aria-live": "polite", testid: "play-status" });
   const body = h("div.play-body");
-  clear(el, h("h2", {}, "Play"), body, status);
+  const alert = h("p.sr-only", { "aria-live": "assertive", testid: "turn-alert" });   // "Your turn" for screen readers
+  clear(el, h("h2", {}, "Play"), body, status, alert);
+  let alerted = null;
   let balance = null;
   let signature = "";
   let busy = false;
@@ -154,6 +156,10 @@ export function playPanel(el, api, state, session, reload) {
     const mine = state.seats.get(seat);
     const parts = [h("p", { testid: "my-seat" }, `You sit in seat ${seat}` + (mine ? ` with ${chips(mine.stack)} chips.` : "."))];
     const turn = state.myTurn;
+    if (turn && alerted !== turn.turn) {
+      alerted = turn.turn;
+      alert.textContent = `Your turn: ${turn.kind === "act" ? (turn.options || []).join(", ").replaceAll("_", " ") : turn.kind === "show" ? "show or muck" : "ante"}`;
+    }
     if (turn) {
       parts.push(h("div.actions", { testid: "actions", role: "group", "aria-label": "Your turn" },
         h("span.label", {}, "Your turn: "), ...actionButtons(turn)));

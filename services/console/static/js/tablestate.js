@@ -100,9 +100,10 @@ export class TableState {
     this.mySeat = v.seat ?? null;
     if (v.hand) {
       const players = new Map();
+      const anteWindow = !!(v.turn && v.turn.kind === "ante");   // the view does not say who posted
       for (const p of v.hand.players) {
         const hp = handPlayer(p.seat, p.player, p.stack);
-        Object.assign(hp, { bet: p.bet, folded: p.folded, all_in: p.all_in, posted: true });
+        Object.assign(hp, { bet: p.bet, folded: p.folded, all_in: p.all_in, posted: !anteWindow });
         hp.cards = p.cards.map((c) => (Array.isArray(c) ? { card: c[0], up: c[1] } : { card: c.card, up: c.up }));
         players.set(p.seat, hp);
       }
