@@ -388,7 +388,9 @@ export async function showReplay(container, api, table, hand) {
   try {
     answer = await api.request("replay", { table, hand_no: hand });
     record = answer && answer.record;
-    if (!record || !Array.isArray(record.events)) throw new Error("the answer holds no hand record");
+    if (!record || !Array.isArray(record.events) || !record.events.length || !record.config) {
+      throw new Error("the answer holds no hand record");
+    }
   } catch (e) {
     status.className = "notice error";
     status.setAttribute("role", "alert");
@@ -408,7 +410,7 @@ export async function showReplay(container, api, table, hand) {
     : record.viewer !== null && record.viewer !== undefined ? `as ${names[record.viewer] ?? `seat ${record.viewer}`} saw it` : "as anyone saw it";
   const facts = h("p.facts", {}, `${gameName(record.config.game)} ${stakesText(record.config.stakes)}`,
     record.started_ms ? ` · ${when(record.started_ms)}` : "", ` · ${seen}`);
-  const verdict = h("p.verdict.pending", { testid: "replay-verdict", role: "status" }, "Checking the deck proofs…");
+  const verdict = h("div.verdict.pending", { testid: "replay-verdict", role: "status" }, "Checking the deck proofs…");
 
   const button = (testid, label, text, go) =>
     h("button", { type: "button", testid, "aria-label": label, onclick: () => go() }, text);
