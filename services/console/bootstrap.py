@@ -1,8 +1,9 @@
 """The console's composition root: ``studroom serve console``.
 
 Serves the web console on 127.0.0.1 (a deploy puts a TLS proxy in front:
-docs/design/console.md, "Serving") over the room's NATS (``STUDROOM_NATS_URL``, else
-the data folder's embedded one).  It needs the room's Authority (``--auth-dir``,
+docs/design/console.md, "Serving") over the room's NATS and PostgreSQL (``STUDROOM_NATS_URL``,
+``STUDROOM_DATABASE_URL``, else the data folder's embedded ones: the desk reads the
+books, the replay the event stores).  It needs the room's Authority (``--auth-dir``,
 default ``auth/`` in the data folder): it issues each logged-in person's credentials
 and holds the passwords.  Light to import: the CLI reads ``HELP`` and
 ``add_arguments`` of every process.
@@ -43,13 +44,15 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
 
     from ..auth.authority import Authority, room_authority
     from ..runtime.processes.credentials import masked_url
-    from ..runtime.servers.embedded_nats import EmbeddedNats
+    from ..runtime.servers.external_or_embedded import servers
+    from .desk_books import Books
     from .gateway import Console
 
     authority = Authority(Path(args.auth_dir)) if args.auth_dir else room_authority(settings.data_dir)
     async with contextlib.AsyncExitStack() as exits:
-        url = settings.nats_url or exits.enter_context(EmbeddedNats(settings.data_dir)).url
-        console = Console(url, authority, origins=tuple(args.origin), behind_proxy=args.behind_proxy)
+        url, database_url = exits.enter_context(servers(settings))
+        console = Console(url, authority, origins=tuple(args.origin), behind_proxy=args.behind_proxy,
+                          books=Books(database_url))
         await console.start()
         exits.push_async_callback(console.stop)
         runner = web.AppRunner(console.app(), access_log=None)

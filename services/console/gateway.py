@@ -122,8 +122,10 @@ class Console:
 
     def __init__(self, url: str, authority: Authority, *, origins: tuple[str, ...] = (),
                  behind_proxy: bool = False, spectator_creds: Path | None = None,
-                 static: Path | None = None) -> None:
+                 static: Path | None = None, books: Any = None, store_prefix: str | None = None) -> None:
         self.url, self.authority = url, authority
+        self.books, self.store_prefix = books, store_prefix     # the desk's and the replay's (desk_ops)
+        self._service_nc: Any = None
         self.passwords = Passwords(authority.folder)
         self.origins = {o.rstrip("/") for o in origins}
         self.behind_proxy = behind_proxy
@@ -143,6 +145,21 @@ class Console:
 
         self.sessions = Sessions(person, spectators)
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+        if self.books is not None:
+            await self._desk()
+
+    async def _desk(self) -> None:
+        """The desk's and the replay's ops (desk_ops.py): the books and stores read with
+        the console's own database access, the dead letters over the read-only
+        ``projections`` service identity."""
+        from ..runtime.processes import process
+        from .desk_books import Reconciles
+        from .desk_ops import register
+
+        creds = await asyncio.to_thread(self.authority.ensure, "service", "projections")
+        self._service_nc = await process.connect(self.url, "studroom-console-desk", creds=creds)
+        prefix = {"store_prefix": self.store_prefix} if self.store_prefix else {}
+        register(self.books, Reconciles(self.books), self._service_nc, **prefix)
 
     async def stop(self) -> None:
         if self._sweeper is not None:
@@ -150,6 +167,9 @@ class Console:
         if self.sessions is not None:
             await self.sessions.close()
             await self.sessions.spectators.close()
+        if self._service_nc is not None:
+            with contextlib.suppress(Exception):
+                await self._service_nc.close()
 
     async def _sweep(self) -> None:
         while True:

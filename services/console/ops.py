@@ -23,7 +23,7 @@ from studroom.projections.lobby.watching import LobbyUnavailable, ask
 from ..client.requests import Requests
 from ..client.table import Refused
 from ..wire import cashier_protocol, protocol, subjects
-from .lobby_feed import LobbyFeed, tables_json
+from .lobby_feed import LobbyFeed, entry_json, tables_json
 from .links import event_push
 
 log = logging.getLogger("studroom.console")
@@ -128,6 +128,13 @@ async def lobby(tab: Any, args: dict[str, Any]) -> dict[str, Any]:
         raise _lobby_refusal(e) from None
 
 
+@op("desk_tables", OPERATOR)
+async def desk_tables(tab: Any, args: dict[str, Any]) -> dict[str, Any]:
+    """Every table with its floor state ("open", "paused", "closing", "closed"), as the lobby has it."""
+    _only(args)
+    return await lobby(tab, {})
+
+
 @op("watch_lobby", ANY)
 async def watch_lobby(tab: Any, args: dict[str, Any]) -> dict[str, Any]:
     _only(args)
@@ -219,7 +226,7 @@ async def _initial_view(link: Any, table: str) -> dict[str, Any]:
             raise _lobby_refusal(e) from None
         except ValueError:
             raise OpError(protocol.UNKNOWN_TABLE, f"no table {table}") from None
-        return {"entry": msgspec.to_builtins(entry)}
+        return {"entry": entry_json(entry)}
     try:
         return {"view": msgspec.to_builtins(await link.table.view(table))}
     except Refused as e:

@@ -26,14 +26,15 @@ T = TypeVar("T")
 
 
 class Gateway:
-    def __init__(self, url: str, authority: Authority, tables: list[str], bots_per_table: int = 3) -> None:
+    def __init__(self, url: str, authority: Authority, tables: list[str], bots_per_table: int = 3, *,
+                 books: Any = None, store_prefix: str | None = None) -> None:
         self.url, self.authority, self.tables = url, authority, tables
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.room = Room(url, plan_tables(tables, bots_per_table, {}), authority=authority, pace_ms=0, seed=3)
         self.passwords = Passwords(authority.folder)
-        self.console = Console(url, authority)
+        self.console = Console(url, authority, books=books, store_prefix=store_prefix)
         self.base = ""
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float = 120) -> T:

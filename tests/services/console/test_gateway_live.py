@@ -19,6 +19,7 @@ from live_room import LiveRoom
 from secrecy import Message, Truth, scan
 from studroom.domain.config import TableConfig
 from studroom.domain.simulate import STAKES
+from studroom.services.console.desk_books import Books
 from studroom.services.disputes.stored_events import table_stream
 from studroom.services.wire import subjects
 
@@ -32,7 +33,9 @@ SEAT = 5                        # free at the bots' tables (3 bots: seats 0..2)
 
 @pytest.fixture(scope="module")
 def gw(live_room: LiveRoom) -> Iterator[Gateway]:
-    gateway = Gateway(live_room.url, live_room.authority, live_room.table_ids(f"gw{RUN}t", 2))
+    books = Books(live_room.database_url, schemas=tuple(live_room.schemas), cashier_schema=f"{live_room.name}_pcashier")
+    gateway = Gateway(live_room.url, live_room.authority, live_room.table_ids(f"gw{RUN}t", 2), books=books,
+                      store_prefix=f"{live_room.name}_p")
     gateway.passwords.set("player", ALICE, PASSWORD)
     gateway.passwords.set("operator", BOSS, PASSWORD)
     try:
@@ -317,5 +320,37 @@ def test_logout_closes_the_persons_connection_and_his_tabs(gw: Gateway) -> None:
         finally:
             await first.close()
             await second.close()
+
+    gw.run(main())
+
+
+def test_the_desks_ops_are_an_operators_and_replay_a_players_own_hands(gw: Gateway) -> None:
+    table = gw.tables[0]
+
+    async def main() -> None:
+        boss = await _logged_in(gw, "operator", BOSS)
+        alice = await _logged_in(gw, "player", ALICE)
+        spectator = await _spectator(gw)
+        try:
+            for op in ("desk_tables", "desk_health", "desk_rake", "desk_reconcile", "desk_dead_letters"):
+                assert (await alice.ask(op))["error"]["code"] == "forbidden", op
+                assert (await spectator.ask(op))["error"]["code"] == "forbidden", op
+            tables = await boss.ask("desk_tables")
+            assert {t["table_id"]: t["state"] for t in tables["tables"]}[table] == "open"
+            health = await boss.ask("desk_health")
+            assert health["ok"] and {"table", "relay", "lobby"} <= {s["service"] for s in health["services"]}
+            letters = await boss.ask("desk_dead_letters", limit=5)
+            assert letters["ok"] and letters["count"] >= 0
+            assert (await boss.ask("desk_rake", by="week"))["error"]["code"] == "bad_request"
+            # a hand the bots played to the end: whole for the operator, not alice's to see
+            hand_no = (await boss.ask("watch_table", table=table))["view"]["hand_no"] - 1
+            whole = await boss.ask("replay", table=table, hand_no=hand_no)
+            assert whole["ok"] and whole["record"]["full"] and whole["verdict"]["consistent"], whole
+            assert (await alice.ask("replay", table=table, hand_no=hand_no))["error"]["code"] in ("forbidden",)
+            assert (await spectator.ask("replay", table=table, hand_no=hand_no))["error"]["code"] == "forbidden"
+            assert (await boss.ask("replay", table=table, hand_no="1"))["error"]["code"] == "bad_request"
+        finally:
+            for browser in (boss, alice, spectator):
+                await browser.close()
 
     gw.run(main())
