@@ -1,7 +1,8 @@
 """Clear answers at a terminal (issue 19): a day flag that is no day, or a period that
-ends before it starts, is refused naming the flags (exit 2) before anything runs; the
-output of any command into a pipe whose reader has gone (``studroom ... | head -1``)
-ends quietly, with exit code 141 (services/cli/main.py says why) and nothing on stderr."""
+ends before it starts, is refused naming the flags (exit 2) before anything runs (the
+command's ``main``, in the test's process: tests/in_process.py); the output of any
+command into a pipe whose reader has gone (``studroom ... | head -1``, a process) ends
+quietly, with exit code 141 (services/cli/main.py says why) and nothing on stderr."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+from in_process import studroom
 from psycopg import sql
 from studroom.domain.simulate import SimulatedTable
 from studroom.services.cli.main import CLOSED_PIPE
@@ -21,7 +23,8 @@ from studroom.services.store.layout import store_schema
 from studroom.services.store.postgres import PostgresEventStore
 
 NOWHERE = "postgresql://nobody@127.0.0.1:9/nowhere"      # nothing listens: a command that ran would fail (exit 1)
-STUDROOM = [sys.executable, "-W", "ignore", "-m", "studroom.services.cli"]
+AWAY = {DATABASE_URL_VAR: NOWHERE, DATA_DIR_VAR: "/nonexistent-studroom"}
+STUDROOM = [sys.executable, "-W", "ignore", "-m", "studroom.services.cli"]      # the pipes' tests: a process's exit
 
 REFUSED = [
     ("verify --from 2026-02-30", "studroom verify: argument --from: 2026-02-30 is not a day (YYYY-MM-DD)"),
@@ -45,17 +48,15 @@ def _studroom(command: list[str], env: dict[str, str], **kwargs: object) -> subp
 
 @pytest.mark.parametrize(("command", "said"), REFUSED)
 def test_a_day_that_is_none_or_a_reversed_period_is_refused_naming_the_flags(command: str, said: str) -> None:
-    env = {**os.environ, DATABASE_URL_VAR: NOWHERE, DATA_DIR_VAR: "/nonexistent-studroom"}
-    run = _studroom(command.split(), env, capture_output=True)
+    run = studroom(command.split(), AWAY)
     assert run.returncode == 2 and run.stdout == ""
     assert len(run.stderr.splitlines()) == 1 and run.stderr.startswith(said), run.stderr
 
 
 def test_a_day_and_a_one_day_period_are_what_they_say() -> None:
-    env = {**os.environ, DATABASE_URL_VAR: NOWHERE, DATA_DIR_VAR: "/nonexistent-studroom"}
     for command in ("verify --from 2026-12-01 --to 2026-12-01", "verify --from 2026-12-01T10:00 --to 2026-12-01",
                     "ledger reconcile --from 2026-02-28 --to 2026-02-28"):
-        run = _studroom(command.split(), env, capture_output=True)
+        run = studroom(command.split(), AWAY)
         assert run.returncode == 1 and "OperationalError" in run.stderr, run.stderr   # parsed; the database is away
 
 
