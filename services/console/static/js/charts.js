@@ -15,15 +15,18 @@ function s(tag, attrs, ...children) {
 
 // rows: [{label, value, kind?: "alt" | "bad"}]; returns a <figure>.
 export function barChart(rows, { title, unit = "", testid, height = 180, format = chips } = {}) {
-  const width = Math.max(320, rows.length * 28 + 60);
-  const left = 52, bottom = 34, top = 12, right = 8;
-  const plotH = height - top - bottom;
-  const plotW = width - left - right;
   const max = Math.max(1, ...rows.map((r) => r.value));
-  const step = plotW / Math.max(1, rows.length);
+  const left = Math.max(28, format(max).length * 7 + 10), bottom = 34, top = 12, right = 8;
+  const labels = rows.map((r) => (String(r.label).length > 14 ? String(r.label).slice(0, 13) + "…" : String(r.label)));
+  const labelPx = Math.max(0, ...labels.map((l) => l.length)) * 6.6 + 10;
+  let step = Math.min(Math.max(labelPx, 16), 90);
+  if (rows.length * step > 700) step = Math.max(14, 700 / rows.length);
+  const labelEvery = Math.max(1, Math.ceil(labelPx / step));
+  const width = left + right + Math.max(1, rows.length) * step;
+  const plotH = height - top - bottom;
   const barW = Math.max(4, Math.min(40, step * 0.7));
-  const labelEvery = Math.ceil(rows.length / Math.max(1, Math.floor(plotW / 46)));
-  const svg = s("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `${title}: ${rows.length} bars, highest ${format(max)}${unit}`, preserveAspectRatio: "xMinYMin meet" },
+  const svg = s("svg", { class: "chart", width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
+    "aria-label": `${title}: ${rows.length} bars, highest ${format(max)}${unit}` },
     s("title", {}, title),
     s("line", { class: "axis", x1: left, y1: top + plotH, x2: width - right, y2: top + plotH }),
     s("line", { class: "axis", x1: left, y1: top, x2: left, y2: top + plotH }),
@@ -34,8 +37,8 @@ export function barChart(rows, { title, unit = "", testid, height = 180, format 
     const x = left + i * step + (step - barW) / 2;
     svg.append(s("rect", { class: `bar ${r.kind || ""}`, x, y: top + plotH - barH, width: barW, height: Math.max(barH, r.value > 0 ? 1 : 0) },
       s("title", {}, `${r.label}: ${format(r.value)}${unit}`)));
-    if (i % labelEvery === 0) {
-      svg.append(s("text", { x: x + barW / 2, y: height - bottom + 14, "text-anchor": "middle" }, String(r.label).length > 12 ? String(r.label).slice(0, 11) + "…" : String(r.label)));
+    if ((rows.length - 1 - i) % labelEvery === 0) {        // the last bar is always named
+      svg.append(s("text", { x: x + barW / 2, y: height - bottom + 14, "text-anchor": "middle" }, labels[i]));
     }
   });
   return h("figure.chart-box", { testid, dataset: { bars: String(rows.length) } },

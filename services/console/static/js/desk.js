@@ -18,6 +18,7 @@ export function show(container, { api }) {
   const lagBox = h("div", { testid: "desk-lag" });
   const lettersBox = h("div", { testid: "desk-dead-letters" });
   let rakeBy = "day";
+  let reconcileAgain = null;
   const lagHistory = [];
 
   container.append(h("section.page-desk", {},
@@ -208,7 +209,7 @@ export function show(container, { api }) {
         if ((last.equation || []).length) {
           parts.push(h("div.scroll", {}, h("table.grid", {}, h("thead", {}, h("tr", {}, h("th", {}, "Line"), h("th.num", {}, "Books"), h("th.num", {}, "Domain"))),
             h("tbody", {}, ...last.equation.map((l) => h("tr", {}, h("td", {}, l.name), h("td.num", {}, chips(l.books)),
-              h("td.num", { class: l.books !== l.domain ? "neg" : "" }, chips(l.domain))))))));
+              h("td.num", { class: l.domain !== null && l.domain !== undefined && l.books !== l.domain ? "neg" : "" }, chips(l.domain))))))));
         }
         for (const d of last.differences || []) parts.push(h("pre.export", {}, JSON.stringify(d)));
       } else {
@@ -219,6 +220,8 @@ export function show(container, { api }) {
       if (a.daily) parts.push(h("p", {}, `Daily timer: `, h("span", { class: `badge ${a.daily.clean ? "ok" : "bad"}` }, a.daily.clean ? "clean" : `exit ${a.daily.exit_code}`), ` ${when(a.daily.at_ms)}`));
       parts.push(h("button", { type: "button", testid: "reconcile-refresh", onclick: loadReconcile }, "Refresh"));
       clear(reconcileBox, ...parts);
+      clearTimeout(reconcileAgain);
+      if (a.running) reconcileAgain = setTimeout(loadReconcile, 3000);   // the op answers at once: ask until it finished
     } catch (e) { failed(reconcileBox, e); }
   }
 
@@ -284,5 +287,5 @@ export function show(container, { api }) {
   lobbyWatch.answer.catch(() => {});
   const timer = setInterval(() => { loadHealth(); }, POLL_MS);
   const slow = setInterval(() => { loadTables(); loadReconcile(); loadLetters(); }, 6 * POLL_MS);
-  return () => { clearInterval(timer); clearInterval(slow); clearTimeout(pending); offLobby(); lobbyWatch.end(); };
+  return () => { clearInterval(timer); clearInterval(slow); clearTimeout(pending); clearTimeout(reconcileAgain); offLobby(); lobbyWatch.end(); };
 }
