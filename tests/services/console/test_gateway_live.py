@@ -354,3 +354,33 @@ def test_the_desks_ops_are_an_operators_and_replay_a_players_own_hands(gw: Gatew
                 await browser.close()
 
     gw.run(main())
+
+
+def test_a_revoked_person_is_disconnected_his_session_ends_and_he_cannot_log_in(gw: Gateway) -> None:
+    from studroom.services.warden import revocation
+
+    dan = f"gwdan{RUN}"
+    gw.passwords.set("player", dan, PASSWORD)
+    gw.authority.issue("player", dan)                          # as `studroom player add` does
+
+    async def main() -> None:
+        browser = await _logged_in(gw, "player", dan)
+        try:
+            link = gw.console.sessions.links[("player", dan)]
+            assert (await browser.ask("lobby"))["ok"]
+            gw.passwords.remove("player", dan)                 # as `studroom player revoke` does, then:
+            assert gw.authority.revoke("player", dan) == 2     # his file's key and the console's
+            assert await revocation.push(gw.authority, gw.url) == 1
+            await asyncio.wait_for(link.ended.wait(), 30)
+            assert browser.reader is not None
+            await asyncio.wait_for(browser.reader, 30)
+            assert browser.closed_with == 4401
+            assert ("player", dan) not in gw.console.sessions.links
+            async with browser.http.get(gw.base + "/api/me") as r:
+                assert r.status == 401
+            status, body = await browser.login("player", dan, PASSWORD)
+            assert status == 401 and body["error"]["code"] == "bad_login"
+        finally:
+            await browser.close()
+
+    gw.run(main())
