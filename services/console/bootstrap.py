@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(e.g. https://room.example behind a proxy; repeatable)")
     parser.add_argument("--behind-proxy", action="store_true",
                         help="behind a TLS proxy: the client's address from X-Forwarded-For, the cookie Secure")
+    # Where the stores and books are when not under the room's own names (tests, benchmarks: as the
+    # history's --store-prefix, the relay's --schema and the ledger's --cashier-schema/--ledger-schema).
+    parser.add_argument("--store-prefix", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--schema", action="append", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--cashier-schema", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--ledger-schema", default=None, help=argparse.SUPPRESS)
 
 
 async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Event) -> None:
@@ -51,8 +57,11 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     authority = Authority(Path(args.auth_dir)) if args.auth_dir else room_authority(settings.data_dir)
     async with contextlib.AsyncExitStack() as exits:
         url, database_url = exits.enter_context(servers(settings))
+        placed = {"schemas": tuple(args.schema) if args.schema else None, "cashier_schema": args.cashier_schema}
+        if args.ledger_schema:
+            placed["ledger_schema"] = args.ledger_schema
         console = Console(url, authority, origins=tuple(args.origin), behind_proxy=args.behind_proxy,
-                          books=Books(database_url))
+                          books=Books(database_url, **placed), store_prefix=args.store_prefix)
         await console.start()
         exits.push_async_callback(console.stop)
         runner = web.AppRunner(console.app(), access_log=None)
