@@ -40,6 +40,7 @@ class Traffic:
         self.sent: list[str] = []
         self.responses: list[Response] = []
         self.recording = True
+        self.static = _static_files()           # as they were when the page loaded (others edit them meanwhile)
         page.on("websocket", self._socket)
         page.on("response", lambda response: self.recording and self.responses.append(response))
 
@@ -63,12 +64,17 @@ class Traffic:
                 yield response, response.body()
 
 
+def _static_files() -> dict[str, bytes]:
+    return {str(path.relative_to(STATIC)): path.read_bytes() for path in STATIC.rglob("*") if path.is_file()}
+
+
 def _text(payload: str | bytes) -> str:
     return payload if isinstance(payload, str) else payload.decode()
 
 
-def hidden_by_hand(events: list[Event]) -> dict[int, dict[str, str]]:
-    """For each hand: its down cards never shown in it (card -> owner)."""
+def down_by_hand(events: list[Event], *, shown: bool = True) -> dict[int, dict[str, str]]:
+    """For each hand: its down cards (card -> owner); without ``shown``, only those never
+    shown in it (HandShown, LastCardsExposed)."""
     out: dict[int, dict[str, str]] = {}
     hand_no, players = 0, {}
     for event in events:
@@ -78,13 +84,18 @@ def hidden_by_hand(events: list[Event]) -> dict[int, dict[str, str]]:
         elif isinstance(event, CardsDealt) and hand_no:
             out[hand_no].update({d.card: players.get(d.seat, "") for d in event.cards
                                  if not d.up and d.card is not None})
-        elif isinstance(event, HandShown) and hand_no:
+        elif isinstance(event, HandShown) and hand_no and not shown:
             for card in event.cards:
                 out[hand_no].pop(card, None)
-        elif isinstance(event, LastCardsExposed) and hand_no:
+        elif isinstance(event, LastCardsExposed) and hand_no and not shown:
             for d in event.turned:
                 out[hand_no].pop(d.card or "", None)
     return out
+
+
+def hidden_by_hand(events: list[Event]) -> dict[int, dict[str, str]]:
+    """For each hand: its down cards never shown in it (card -> owner)."""
+    return down_by_hand(events, shown=False)
 
 
 def _tables_in(value: Any) -> Iterator[tuple[str, int, Any]]:
@@ -142,7 +153,7 @@ def check(traffic: Traffic, stored: dict[str, list[Event]], viewer: str | None) 
         if "json" in (response.headers.get("content-type") or ""):
             others.append(json.loads(body))
         else:
-            _check_static(response, body, verdict)
+            _check_static(response, body, verdict, traffic.static)
     for value in others:
         for table, hand_no, picture in _tables_in(value):
             verdict.tables_checked += 1
@@ -153,10 +164,11 @@ def check(traffic: Traffic, stored: dict[str, list[Event]], viewer: str | None) 
     return verdict
 
 
-def _check_static(response: Response, body: bytes, verdict: Verdict) -> None:
+def _check_static(response: Response, body: bytes, verdict: Verdict, loaded: dict[str, bytes]) -> None:
     path = response.url.split("://", 1)[-1].split("/", 1)[-1].split("?", 1)[0]
-    own = STATIC / "index.html" if path in ("", "index.html") else STATIC / path.removeprefix("static/")
-    if own.is_file() and own.read_bytes() == body:
+    name = "index.html" if path in ("", "index.html") else path.removeprefix("static/")
+    own = STATIC / name
+    if body == loaded.get(name) or own.is_file() and own.read_bytes() == body:
         verdict.static_files += 1
     else:
         verdict.leaks.append(f"a response that is no static file of the console: {response.url} "

@@ -37,7 +37,7 @@ class ConsoleServer:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [*CLI, "serve", "console", "--port", "0"],
+                [*CLI, "serve", "console", "--port", "0", *self.placed()],
                 env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
         deadline = time.monotonic() + READY_WITHIN
@@ -45,6 +45,13 @@ class ConsoleServer:
             assert self.proc.poll() is None, f"the console exited {self.proc.returncode}:\n{self.tail()}"
             assert time.monotonic() < deadline, f"the console did not answer within {READY_WITHIN} s:\n{self.tail()}"
             time.sleep(0.1)
+
+    def placed(self) -> list[str]:
+        """The room's stores and books under its own prefix (tests/live_room.py, as its services are told)."""
+        prefix = f"{self.room.name}_p"
+        schemas = [arg for schema in self.room.schemas for arg in ("--schema", schema)]
+        return ["--store-prefix", prefix, *schemas, "--cashier-schema", f"{prefix}cashier",
+                "--ledger-schema", f"{prefix}ledger"]
 
     def _said_where(self) -> bool:
         """Its address, from the line it prints once it listens (``--port 0``: a free port)."""

@@ -13,7 +13,7 @@ import uuid
 import pytest
 from bot_loop import BotLoop
 from browser_pages import Pages, cards_seen, log_in, record_cards, screenshot
-from browser_secrecy import Traffic, check, hidden_by_hand
+from browser_secrecy import Traffic, check, down_by_hand, hidden_by_hand
 from console_server import ConsoleServer
 from playwright.sync_api import Page, expect
 from studroom.domain.events import Acted, HandEnded, HandStarted
@@ -108,21 +108,23 @@ def test_a_person_logs_in_sits_buys_in_sees_only_his_cards_acts_and_the_hand_com
     traffic.stop()
     events = bots.stored(person.table_id)
     ended = [e for e in events if isinstance(e, HandEnded) and e.hand_no == hand_no]
-    assert ended, f"hand {hand_no} did not complete"
+    assert ended, (f"hand {hand_no} did not complete; the page: {page.get_by_test_id('hand-info').text_content()}; "
+                   f"stored last: {[type(e).__name__ for e in events[-8:]]}")
     started = next(e for e in events if isinstance(e, HandStarted) and e.hand_no == hand_no)
     assert HIS_SEAT in {s.seat for s in started.seats}
     assert any(isinstance(e, Acted) and e.seat == HIS_SEAT for e in events), "no action of his stored"
 
     verdict = check(traffic, {person.table_id: events}, viewer=person.name)
     assert not verdict.report.leaks and not verdict.leaks, str(verdict)
-    own = {card for card, owner in hidden_by_hand(events)[hand_no].items() if owner == person.name}
+    own = {card for card, owner in down_by_hand(events)[hand_no].items() if owner == person.name}
+    assert own, f"no down card of his stored in hand {hand_no}"
     private = [e for e in traffic.events() if e.get("private")]
     assert private, "no private copy of his cards reached his browser"
     assert own <= {c for e in private for c in _cards(e["event"])}, "his own down cards did not all reach him"
     hidden = hidden_by_hand(events)
     others = [(h, c, p) for h, c, p in drawn if c in hidden.get(h, {}) and hidden[h][c] != person.name]
     assert not others, f"his page drew other players' down cards: {others}"
-    assert own & {c for h, c, p in drawn if h == hand_no and p == person.name}, "his page never drew his down cards"
+    assert own <= {c for h, c, p in drawn if h == hand_no and p == person.name}, "his page did not draw his down cards"
 
     page.reload()                                   # the session and the seat resume
     expect(page.get_by_test_id("who")).to_contain_text(person.name)
@@ -133,3 +135,26 @@ def test_a_person_logs_in_sits_buys_in_sees_only_his_cards_acts_and_the_hand_com
 def _cards(event: dict) -> set[str]:
     """The card texts of a dealt event's JSON (DealtCard is an array: seat, card, up, proof)."""
     return {d[1] for d in event.get("cards", []) if isinstance(d, list) and len(d) > 1 and isinstance(d[1], str)}
+
+
+def test_the_replay_of_his_hand_checks_the_deck_proofs_in_the_browser(pages: Pages, bots: BotLoop,
+                                                                      person: Person) -> None:
+    assert person.played is not None, "the hand he played (the test before) is needed"
+    page = pages.new()
+    log_in(page, "player", person.name, PASSWORD)
+    page.goto(f"/#/replay/{person.table_id}/{person.played}")
+    verdict = page.locator("[data-testid=replay-verdict][data-ok]")
+    expect(verdict).to_have_attribute("data-ok", "true")
+    expect(verdict).to_contain_text("Deck verified")
+    expect(page.get_by_test_id("replay-step")).to_have_attribute("data-event", "HandStarted")
+    page.get_by_test_id("replay-next").press("ArrowRight")
+    expect(page.get_by_test_id("replay-step")).to_have_attribute("data-step", "1")
+    page.keyboard.press("End")
+    expect(page.get_by_test_id("replay-step")).to_have_attribute("data-event", "HandEnded")
+    mine = page.locator(f"[data-testid=replay-seat][data-seat='{HIS_SEAT}'] [data-testid=card]:not([data-card=back])")
+    expect(mine.first).to_be_visible()
+    hidden = hidden_by_hand(bots.stored(person.table_id))[person.played]
+    drawn = page.locator("[data-testid=replay-board] [data-testid=card]").evaluate_all("els => els.map(e => e.dataset.card)")
+    assert not [c for c in drawn if hidden.get(c, person.name) != person.name], \
+        f"the replay drew another player's unshown down card: {drawn}"
+    screenshot(page, "replay")
