@@ -82,8 +82,9 @@ class Tab:
             then()
 
     async def writer(self) -> None:
-        while (text := await self.outbox.get()) is not None:
-            await self.ws.send_str(text)
+        with contextlib.suppress(ConnectionError, RuntimeError):      # the socket went away meanwhile
+            while (text := await self.outbox.get()) is not None:
+                await self.ws.send_str(text)
 
     async def unwatch_table(self, table: str) -> None:
         listener = self.tables.pop(table, None)

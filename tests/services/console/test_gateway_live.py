@@ -17,7 +17,6 @@ import pytest
 from gateway_harness import Browser, Gateway
 from live_room import LiveRoom
 from secrecy import Message, Truth, scan
-from studroom.domain.config import TableConfig
 from studroom.domain.simulate import STAKES
 from studroom.services.console.desk_books import Books
 from studroom.services.disputes.stored_events import table_stream
@@ -382,5 +381,25 @@ def test_a_revoked_person_is_disconnected_his_session_ends_and_he_cannot_log_in(
             assert status == 401 and body["error"]["code"] == "bad_login"
         finally:
             await browser.close()
+
+    gw.run(main())
+
+
+def test_the_lobby_pushes_the_tables_as_they_change(gw: Gateway) -> None:
+    async def main() -> None:
+        spectator = await _spectator(gw)
+        try:
+            answer = await spectator.ask("watch_lobby")
+            hands = {t["table_id"]: t["hand_no"] for t in answer["tables"]}
+            assert set(gw.tables) <= set(hands)
+            table = gw.tables[1]
+            pushed = await spectator.until(lambda p: p["push"] == "lobby" and any(
+                t["table_id"] == table and t["hand_no"] > hands[table] for t in p["tables"]), timeout=90)
+            assert all(set(t) >= {"table_id", "game", "stakes", "players", "waiting", "state", "figures"}
+                       for t in pushed["tables"])
+            assert (await spectator.ask("unwatch_lobby"))["ok"]
+            assert gw.console.sessions.spectators.lobby.sub is None        # its last listener gone
+        finally:
+            await spectator.close()
 
     gw.run(main())
