@@ -186,12 +186,13 @@ export function show(container, { api }) {
 
   async function loadRake() {
     try {
-      const args = rakeBy === "day" ? { by: "day", days: 14 } : { by: "table" };
+      const days = window.innerWidth < 600 ? 7 : 14;
+      const args = rakeBy === "day" ? { by: "day", days } : { by: "table" };
       const answer = await api.request("desk_rake", args);
       const rows = (answer.rows || []).map((r) => ({ label: rakeBy === "day" ? r.key.slice(5) : r.key, value: r.rake }));
       const total = answer.total || {};
       clear(rakeBox,
-        barChart(rows, { title: rakeBy === "day" ? "Rake per day (UTC), last 14 days" : "Rake per table", testid: "rake-chart" }),
+        barChart(rows, { title: rakeBy === "day" ? `Rake per day (UTC), last ${answer.days || days} days` : "Rake per table", testid: "rake-chart" }),
         h("p", { testid: "rake-total" }, `Total: ${chips(total.rake)} chips rake from ${chips(total.hands)} hands, ${chips(total.pots)} pots.`));
     } catch (e) { failed(rakeBox, e); }
   }

@@ -36,7 +36,12 @@ export function show(container, { api, navigate }) {
       h("td.num", { testid: "lobby-waiting", "data-label": "Waiting" }, String(t.waiting || 0)),
       h("td", { class: `state-${t.state || "open"}`, "data-label": "State", testid: "lobby-state" }, state + (t.served === false ? " (unserved)" : "")));
     });
+    const focused = document.activeElement && body.contains(document.activeElement) ? document.activeElement.dataset.table : null;
     clear(body, ...rows);
+    if (focused) {                         // a push redraws the rows: the keyboard's place stays
+      const again = body.querySelector(`[data-table="${CSS.escape(focused)}"]`);
+      if (again) again.focus({ preventScroll: true });
+    }
     status.textContent = rows.length ? "" : "No tables yet.";
     updated.textContent = "updated " + new Date().toLocaleTimeString();
   }
