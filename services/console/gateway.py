@@ -34,6 +34,7 @@ COOKIE = "studroom_session"
 MAX_BODY = 16 * 1024                # bytes of an HTTP request's body, and of a WebSocket frame
 OUTBOX = 2000                       # messages queued for one tab: a tab that reads slower is closed
 SWEEP_EVERY = 30.0                  # seconds between looks for expired sessions
+HASHING = 2                         # password checks at once (Argon2id: 64 MiB and a core each)
 REVOKED = 4401                      # WebSocket close code: the session ended (logout, expiry, revocation)
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
@@ -133,6 +134,7 @@ class Console:
         self.spectator_creds = spectator_creds
         self.static = static or static_dir()
         self.limits = LoginLimits()
+        self._hashing = asyncio.Semaphore(HASHING)
         self.sessions: Sessions | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._tabs: set[asyncio.Task[Any]] = set()
@@ -251,7 +253,9 @@ class Console:
         if wait > 0:
             return _error(429, "rate_limited", "too many login attempts: wait a while",
                           retry_after_ms=int(wait * 1000) + 1)
-        if not await asyncio.to_thread(self.passwords.verify, role, name, password):
+        async with self._hashing:
+            right = await asyncio.to_thread(self.passwords.verify, role, name, password)
+        if not right:
             self.limits.failed(f"{role}.{name}")
             return _error(401, "bad_login", "unknown name or wrong password")
         assert self.sessions is not None
