@@ -311,6 +311,7 @@ class Console:
         await ws.prepare(request)
         tab = Tab(session, ws)
         session.tabs.add(tab)
+        session.seen = time.time()
         writer = asyncio.get_running_loop().create_task(tab.writer())
         running: set[asyncio.Task[None]] = set()
         try:
@@ -322,6 +323,7 @@ class Console:
                 task.add_done_callback(running.discard)
         finally:
             session.tabs.discard(tab)
+            session.seen = time.time()
             for task in running:
                 task.cancel()
             await tab.forget()

@@ -21,6 +21,7 @@ from .limits import TokenBucket
 from .links import SESSION_LIFETIME, Link
 
 MAX_SESSIONS = 10_000                   # at once: beyond, new ones are refused (503) until some end
+SPECTATOR_IDLE = 1800.0                 # seconds a spectator's session lives without a tab open
 
 
 class TooManySessions(Exception):
@@ -35,6 +36,7 @@ class Session:
     quota: TokenBucket = field(default_factory=TokenBucket)
     tabs: set[Any] = field(default_factory=set)          # their WebSockets' handlers (.close())
     ended: bool = False
+    seen: float = field(default_factory=time.time)       # last a tab opened or closed
 
     @property
     def role(self) -> str:
@@ -112,9 +114,11 @@ class Sessions:
             asyncio.get_running_loop().create_task(self._end(session))  # type: ignore[arg-type]
 
     def sweep(self) -> Awaitable[None]:
-        """End the sessions past their expiry."""
+        """End the sessions past their expiry, and spectators' left without a tab (a
+        spectator's session costs nothing to make: they must not pile up)."""
         now = time.time()
-        return _all([self._end(s) for s in list(self.by_token.values()) if s.expires <= now])
+        return _all([self._end(s) for s in list(self.by_token.values()) if s.expires <= now or (
+            s.link is self.spectators and not s.tabs and now - s.seen > SPECTATOR_IDLE)])
 
     async def close(self) -> None:
         await _all([self._end(s) for s in list(self.by_token.values())])
