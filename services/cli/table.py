@@ -278,8 +278,10 @@ def settings_text(config: TableConfig) -> str:
     return ", ".join(parts)
 
 
-def print_view(view: TableView, out: IO[str] = sys.stdout) -> None:
-    """The table's settings (and those of its next hand), its state and its seats."""
+def print_view(view: TableView, out: IO[str] | None = None) -> None:
+    """The table's settings (and those of its next hand), its state and its seats;
+    ``out`` default: ``sys.stdout`` as it is at the call (a caller may redirect it)."""
+    out = sys.stdout if out is None else out
     hand = f"hand {view.hand_no} in play" if view.hand is not None else (
         f"between hands, {view.hand_no} played" if view.hand_no else "no hand yet")
     print(f"{view.table_id}: {settings_text(view.config)}", file=out)
