@@ -1,7 +1,7 @@
 """The operator's day on a secure room (the shared room, tests/live_room.py: NATS in
 operator mode, the table service, the relay, the timer, the cashier, the lobby and the
-ledger as processes): ``studroom table`` as a subprocess under the floor's credentials
-opens a table; bots (the room's own, funded and buying in through the cashier) sit and
+ledger as processes): ``studroom table`` (its ``main``, run in the test's process:
+tests/in_process.py) under the floor's credentials opens a table; bots (the room's own, funded and buying in through the cashier) sit and
 play; one is sat out, then removed and cashed out; the table is configured, paused,
 resumed and closed, every seat cashed out; the accounts hold every chip but the rake
 and the ledger reconciles the table; a player's attempt at each operator command is
@@ -10,9 +10,6 @@ refused ``forbidden``, and a closed table refuses commands ``table_closed``."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,6 +18,7 @@ from typing import Any
 import nats.errors
 import psycopg
 import pytest
+from in_process import studroom
 from live_room import LiveRoom
 from studroom.domain.account import CashedOut, Deposited
 from studroom.domain.commands import (
@@ -70,14 +68,11 @@ class Floor:
     def __init__(self, room: LiveRoom, table_id: str) -> None:
         self.room = room
         self.table_id = table_id
-        self.env = {**os.environ, "PYTHONWARNINGS": "ignore", NATS_URL_VAR: room.url,     # stale compiled rules
-                    NATS_CREDS_VAR: str(room.authority.ensure("operator", "floor"))}
+        self.env = {NATS_URL_VAR: room.url, NATS_CREDS_VAR: str(room.authority.ensure("operator", "floor"))}
         self.viewer: TableClient | None = None
 
     async def cli(self, *args: str, code: int = 0) -> str:
-        done = await asyncio.to_thread(
-            subprocess.run, [sys.executable, "-m", "studroom.services.cli", "table", *args], env=self.env,
-            capture_output=True, text=True, timeout=60, check=False)
+        done = await asyncio.to_thread(studroom, ["table", *args], self.env)
         assert done.returncode == code, f"table {' '.join(args)}: exit {done.returncode}\n{done.stdout}{done.stderr}"
         if code:
             assert len(done.stderr.strip().splitlines()) == 1, done.stderr
