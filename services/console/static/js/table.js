@@ -42,10 +42,10 @@ export function show(container, ctx) {
           community,
           h("div.turnline", {}, turnText, " ", countdown)),
         seatsEl),
+      isPlayer ? play : null,
       h("aside.side", {},
         h("h2", {}, "Dealer"), announcements,
-        h("h2", {}, "Action log"), logEl)),
-    isPlayer ? play : null));
+        h("h2", {}, "Action log"), logEl))));
 
   const panel = isPlayer ? playPanel(play, api, state, session, () => load()) : null;
 
