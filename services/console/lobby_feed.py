@@ -20,24 +20,15 @@ from studroom.projections.lobby.watching import REFRESH, LobbyPicture, LobbyUnav
 
 from ..wire import subjects
 from ..wire.subjects import LOBBY_BUCKET
+from .shapes import whole
 
 log = logging.getLogger("studroom.console")
 
 EVERY = 0.5                         # seconds: at most two pushes a second
 
 
-def entry_json(entry: Any) -> dict[str, Any]:
-    """A lobby entry as JSON with every field, those at their default too (the lobby's
-    own encoding leaves them out: "state" "open", "waiting" 0, ...)."""
-    body: dict[str, Any] = msgspec.to_builtins(entry)
-    for name in entry.__struct_fields__:
-        if name not in body:
-            body[name] = msgspec.to_builtins(getattr(entry, name))
-    return body
-
-
 def tables_json(entries: Any) -> list[Any]:
-    return [entry_json(entry) for entry in sorted(entries, key=lambda e: e.table_id)]
+    return [whole(entry) for entry in sorted(entries, key=lambda e: e.table_id)]
 
 
 class LobbyFeed:

@@ -23,7 +23,8 @@ from studroom.projections.lobby.watching import LobbyUnavailable, ask
 from ..client.requests import Requests
 from ..client.table import Refused
 from ..wire import cashier_protocol, protocol, subjects
-from .lobby_feed import LobbyFeed, entry_json, tables_json
+from .lobby_feed import LobbyFeed, tables_json
+from .shapes import whole
 from .links import event_push
 
 log = logging.getLogger("studroom.console")
@@ -104,10 +105,8 @@ def _struct(value: Any, kind: Any, what: str) -> Any:
 
 
 def _reply(reply: Any) -> dict[str, Any]:
-    """A service's reply (``ok``, its fields or ``error``) as the answer's fields."""
-    body: dict[str, Any] = msgspec.to_builtins(reply)
-    body.setdefault("ok", False)
-    return body
+    """A service's reply (``ok``, its fields or ``error``) as the answer's fields, every one."""
+    return whole(reply)
 
 
 def _lobby_refusal(e: LobbyUnavailable) -> OpError:
@@ -226,7 +225,7 @@ async def _initial_view(link: Any, table: str) -> dict[str, Any]:
             raise _lobby_refusal(e) from None
         except ValueError:
             raise OpError(protocol.UNKNOWN_TABLE, f"no table {table}") from None
-        return {"entry": entry_json(entry)}
+        return {"entry": whole(entry)}
     try:
         return {"view": msgspec.to_builtins(await link.table.view(table))}
     except Refused as e:

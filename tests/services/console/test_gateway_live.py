@@ -348,6 +348,16 @@ def test_the_desks_ops_are_an_operators_and_replay_a_players_own_hands(gw: Gatew
             assert (await alice.ask("replay", table=table, hand_no=hand_no))["error"]["code"] in ("forbidden",)
             assert (await spectator.ask("replay", table=table, hand_no=hand_no))["error"]["code"] == "forbidden"
             assert (await boss.ask("replay", table=table, hand_no="1"))["error"]["code"] == "bad_request"
+            # his own account and history, over his own connection; another's are the services' to refuse
+            balance = await alice.ask("cashier", request={"type": "Balance"})
+            assert balance["ok"] and balance["player"] == ALICE and balance["balance"] >= 0
+            assert (await alice.ask("cashier", request={"type": "Balance", "player": BOSS}))["error"]["code"] == "forbidden"
+            mine = await alice.ask("history", request={"type": "Hands"})
+            assert mine["ok"] and isinstance(mine["hands"], list)
+            theirs = await alice.ask("history", request={"type": "Hands", "player": f"{table}-p0"})
+            assert theirs["error"]["code"] == "forbidden"
+            anyone = await boss.ask("history", request={"type": "Hands", "player": f"{table}-p0"})
+            assert anyone["ok"] and anyone["hands"], anyone
         finally:
             for browser in (boss, alice, spectator):
                 await browser.close()
