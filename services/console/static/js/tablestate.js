@@ -355,7 +355,8 @@ export class TableState {
   onHandShown(e) {
     const p = this.player(e.seat);
     if (p) {
-      p.cards = e.cards.map((c) => ({ card: c, up: true }));
+      const was = p.cards;                  // the same cards in the order received: keep which were down
+      p.cards = e.cards.map((c, i) => ({ card: c, up: was.length === e.cards.length ? was[i].up : true }));
       p.showed = e.low ? `${e.high} / ${e.low}` : e.high;
       p.action = "shows";
     }
