@@ -27,7 +27,7 @@ import msgspec
 from playwright.sync_api import Page, Response, WebSocket
 from secrecy import NAME_FIELDS, Message, Report, Truth, scan, strings
 from studroom.domain import views
-from studroom.domain.events import CardsDealt, Event, HandShown, HandStarted, LastCardsExposed
+from studroom.domain.events import CardsDealt, Event, HandMucked, HandShown, HandStarted, LastCardsExposed
 
 STATIC = Path(__file__).resolve().parents[4] / "services" / "console" / "static"
 
@@ -72,9 +72,10 @@ def _text(payload: str | bytes) -> str:
     return payload if isinstance(payload, str) else payload.decode()
 
 
-def down_by_hand(events: list[Event], *, shown: bool = True) -> dict[int, dict[str, str]]:
+def down_by_hand(events: list[Event], *, shown: bool = True, to: str | None = None) -> dict[int, dict[str, str]]:
     """For each hand: its down cards (card -> owner); without ``shown``, only those never
-    shown in it (HandShown, LastCardsExposed)."""
+    shown in it (HandShown, LastCardsExposed) nor to ``to`` (a hand mucked at a showdown
+    he took part in, R23)."""
     out: dict[int, dict[str, str]] = {}
     hand_no, players = 0, {}
     for event in events:
@@ -90,12 +91,16 @@ def down_by_hand(events: list[Event], *, shown: bool = True) -> dict[int, dict[s
         elif isinstance(event, LastCardsExposed) and hand_no and not shown:
             for d in event.turned:
                 out[hand_no].pop(d.card or "", None)
+        elif isinstance(event, HandMucked) and hand_no and not shown and to is not None \
+                and to in {players.get(seat) for seat in event.participants}:
+            for card in event.cards:
+                out[hand_no].pop(card, None)
     return out
 
 
-def hidden_by_hand(events: list[Event]) -> dict[int, dict[str, str]]:
-    """For each hand: its down cards never shown in it (card -> owner)."""
-    return down_by_hand(events, shown=False)
+def hidden_by_hand(events: list[Event], to: str | None = None) -> dict[int, dict[str, str]]:
+    """For each hand: its down cards never shown in it, nor to ``to`` (card -> owner)."""
+    return down_by_hand(events, shown=False, to=to)
 
 
 def _tables_in(value: Any) -> Iterator[tuple[str, int, Any]]:
@@ -147,7 +152,7 @@ def check(traffic: Traffic, stored: dict[str, list[Event]], viewer: str | None) 
     for table, events in stored.items():
         truth.learn_stored(table, events)
     verdict.report = scan(messages, truth)
-    hidden = {table: hidden_by_hand(events) for table, events in stored.items()}
+    hidden = {table: hidden_by_hand(events, viewer) for table, events in stored.items()}
     others = [m for m in traffic.messages() if m.get("push") != "event"]
     for response, body in traffic.bodies():
         if "json" in (response.headers.get("content-type") or ""):

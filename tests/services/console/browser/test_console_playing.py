@@ -121,7 +121,7 @@ def test_a_person_logs_in_sits_buys_in_sees_only_his_cards_acts_and_the_hand_com
     private = [e for e in traffic.events() if e.get("private")]
     assert private, "no private copy of his cards reached his browser"
     assert own <= {c for e in private for c in _cards(e["event"])}, "his own down cards did not all reach him"
-    hidden = hidden_by_hand(events)
+    hidden = hidden_by_hand(events, person.name)
     others = [(h, c, p) for h, c, p in drawn if c in hidden.get(h, {}) and hidden[h][c] != person.name]
     assert not others, f"his page drew other players' down cards: {others}"
     assert own <= {c for h, c, p in drawn if h == hand_no and p == person.name}, "his page did not draw his down cards"
@@ -153,7 +153,7 @@ def test_the_replay_of_his_hand_checks_the_deck_proofs_in_the_browser(pages: Pag
     expect(page.get_by_test_id("replay-step")).to_have_attribute("data-event", "HandEnded")
     mine = page.locator(f"[data-testid=replay-seat][data-seat='{HIS_SEAT}'] [data-testid=card]:not([data-card=back])")
     expect(mine.first).to_be_visible()
-    hidden = hidden_by_hand(bots.stored(person.table_id))[person.played]
+    hidden = hidden_by_hand(bots.stored(person.table_id), person.name)[person.played]
     drawn = page.locator("[data-testid=replay-board] [data-testid=card]").evaluate_all("els => els.map(e => e.dataset.card)")
     assert not [c for c in drawn if hidden.get(c, person.name) != person.name], \
         f"the replay drew another player's unshown down card: {drawn}"
