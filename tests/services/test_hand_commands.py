@@ -1,18 +1,18 @@
 """`studroom hand play` and `studroom hand audit` (services/cli/main.py) as a person runs
-them: a missing file or bad JSON is one line on stderr and exit code 2, never a
-traceback; an audit passes an honest table's stream (hands stored in the commitment's
+them (their ``main``, in the test's process: tests/in_process.py): a missing file or bad
+JSON is one line on stderr and exit code 2, never a traceback; an audit passes an honest table's stream (hands stored in the commitment's
 format 1 too) and fails a tampered one."""
 
 from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
 import pytest
+from in_process import Ran
+from in_process import studroom as run_studroom
 
 from studroom.domain import views
 from studroom.domain.simulate import new_table, play_hand
@@ -20,9 +20,8 @@ from studroom.domain.simulate import new_table, play_hand
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
 
-def studroom(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-W", "ignore", "-m", "studroom.services.cli", "hand", *args],
-                          capture_output=True, text=True)
+def studroom(*args: str) -> Ran:
+    return run_studroom(["hand", *args])
 
 
 def scenario_file(tmp_path: Path, name: str) -> Path:
