@@ -169,13 +169,25 @@ export class Api {
       waiting.resolve(message);
     } else {
       const error = message.error || { code: "error", message: "refused" };
-      waiting.reject(Object.assign(new Error(error.message || error.code), { code: error.code }));
+      waiting.reject(Object.assign(new Error(error.message || error.code), { code: error.code, retryAfterMs: error.retry_after_ms }));
     }
   }
 
   // One request: resolves with the answer ({ok: true, ...}), rejects with an Error
-  // carrying the answer's error code.
+  // carrying the answer's error code.  Over the session's quota the gateway refused it
+  // unsent (`rate_limited`, `retry_after_ms`): asked again after that wait, twice at most.
   async request(op, args) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.send(op, args);
+      } catch (e) {
+        if (e.code !== "rate_limited" || attempt >= 2 || !(e.retryAfterMs <= 5000)) throw e;
+        await new Promise((resolve) => setTimeout(resolve, e.retryAfterMs));
+      }
+    }
+  }
+
+  async send(op, args) {
     await this.connect();
     const id = this.nextId++;
     const socket = this.socket;

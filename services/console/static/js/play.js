@@ -129,7 +129,11 @@ export function playPanel(el, api, state, session, reload) {
     if (state.state === "closed") return [h("p", {}, "The table is closed.")];
     const offer = state.offer && state.offer.player === session.name ? state.offer : null;
     if (offer) {
-      parts.push(h("p.notice.ok", { testid: "seat-offer" }, `Seat ${offer.seat} is offered to you.`));
+      const left = Math.max(0, Math.round((offer.until_ms - Date.now()) / 1000));
+      parts.push(h("p.notice.ok", { testid: "seat-offer", dataset: { seat: String(offer.seat) } },
+        `Seat ${offer.seat} is offered to you for ${left} s more: `,
+        h("button.primary", { type: "button", testid: "take-offer",
+          onclick: () => send({ type: "SitDown", seat: offer.seat, player: session.name }, `Sit down in seat ${offer.seat}`) }, `Take seat ${offer.seat}`)));
     }
     const free = state.freeSeats.filter((s) => !state.offer || state.offer.seat !== s || offer);
     if (free.length) {
