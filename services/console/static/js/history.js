@@ -11,6 +11,7 @@ export function show(container, { api, session, args }) {
   const handBox = h("section.hand-box", { testid: "hand", "aria-live": "polite" });
   const playerInput = h("input#history-player", { testid: "history-player", autocomplete: "off" });
   let player = isOperator ? null : session.name;
+  let lastHref = null;                       // the shown export's download (a blob: URL, revoked when replaced)
 
   container.append(h("section.page-history", {},
     h("h1", {}, "History"),
@@ -57,7 +58,8 @@ export function show(container, { api, session, args }) {
       const reply = await ask({ type: "Hand", table_id: table, hand_no: handNo, format, lang });
       const text = reply.text || "";
       const name = `${table}-hand-${handNo}${format === "phh" ? ".phh" : `.${lang}.txt`}`;
-      const href = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
+      if (lastHref) URL.revokeObjectURL(lastHref);
+      const href = lastHref = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
       const tab = (f, l, label, testid) => h("button", { type: "button", role: "tab", testid, "aria-selected": f === format && (f === "phh" || l === lang) ? "true" : "false",
         onclick: () => openHand(table, handNo, f, l) }, label);
       clear(handBox,
