@@ -235,13 +235,7 @@ class Console:
             return _error(400, "bad_request", "the body is a JSON object")
         return body
 
-    async def _started(self, request: web.Request, session: Session) -> web.Response:
-        """The new session's cookie; the session the browser had before ends (its tabs
-        closed), so that logging in again and again piles nothing up."""
-        before = self._session(request)
-        if before is not None:
-            assert self.sessions is not None
-            await self.sessions.logout(before)
+    def _started(self, session: Session) -> web.Response:
         response = web.json_response({"ok": True, "role": session.role, "name": session.name})
         response.set_cookie(COOKIE, session.token, httponly=True, samesite="Strict", path="/",
                             secure=self.behind_proxy, max_age=max(1, int(session.expires - time.time())))
@@ -272,7 +266,7 @@ class Console:
         except Exception as e:          # the room's NATS: down, or refusing
             log.warning("console: %s %s logged in, but NATS refused his connection: %s", role, name, e)
             return _error(503, "unavailable", "the room cannot be reached now")
-        return await self._started(request, session)
+        return self._started(session)
 
     async def spectate(self, request: web.Request) -> web.Response:
         body = await self._body(request)
@@ -283,7 +277,7 @@ class Console:
             return _error(429, "rate_limited", "too many new sessions: wait a while", retry_after_ms=int(wait * 1000) + 1)
         assert self.sessions is not None
         try:
-            return await self._started(request, self.sessions.spectate())
+            return self._started(self.sessions.spectate())
         except TooManySessions as e:
             return _error(503, "unavailable", str(e))
 

@@ -413,22 +413,3 @@ def test_the_lobby_pushes_the_tables_as_they_change(gw: Gateway) -> None:
             await spectator.close()
 
     gw.run(main())
-
-
-def test_logging_in_ends_the_session_the_browser_had(gw: Gateway) -> None:
-    async def main() -> None:
-        browser = await _spectator(gw)
-        try:
-            spectating = len(gw.console.sessions.by_token)
-            status, _ = await browser.login("player", ALICE, PASSWORD)
-            assert status == 200
-            assert browser.reader is not None
-            await asyncio.wait_for(browser.reader, 10)
-            assert browser.closed_with == 4401                          # the spectator's tab
-            assert len(gw.console.sessions.by_token) == spectating      # one ended, one began
-            async with browser.http.get(gw.base + "/api/me") as r:
-                assert (await r.json())["role"] == "player"
-        finally:
-            await browser.close()
-
-    gw.run(main())
