@@ -67,6 +67,12 @@ def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+ONE_PROCESS = ("--workers", "1")
+"""verify in this process where the test is not about workers (each spawned worker
+starts an interpreter and imports the room: seconds); the marks' test runs one and two
+(``--all``: the same verdicts) and the cores (the marks skip hands in the workers too)."""
+
+
 def _rewrite(url: str, table_id: str, version: int, change: Any) -> None:
     """Change the stored event ``version`` of ``table_id`` in place, in PostgreSQL."""
     schema = store_schema(store_of_table(table_id, STORES))
@@ -97,14 +103,14 @@ def _hand_of(stream: list[Event], index: int) -> int:
 def test_verify_replay_and_exports_of_an_honest_room(room_db: str, streams: dict[str, list[Event]],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     hands = sum(1 for e in streams.values() for s in spans(e) if s.end)
-    code, out = _run(capsys, "verify")
+    code, out = _run(capsys, "verify", *ONE_PROCESS)
     assert code == 0, out
     assert re.fullmatch(f"verify: 2 tables, {hands} finished hands "
                         f"\\({sum(1 for e in streams.values() for s in spans(e) if s.cancelled)} cancelled\\): "
                         f"{hands} consistent, 0 different in [0-9.]+ s \\([0-9,]+/s\\)", out.strip().splitlines()[-1])
     code, out = _run(capsys, "verify", "--from", "2025-12-01", "--to", "2025-12-01", "--table", "t02")
     assert code == 0 and ", 0 different" in out and "verify: 1 tables" in out
-    code, out = _run(capsys, "verify", "--from", "2025-12-02")
+    code, out = _run(capsys, "verify", "--from", "2025-12-02", *ONE_PROCESS)
     assert code == 0 and "verify: 0 tables, 0 finished hands" in out
 
     code, out = _run(capsys, "replay", "t01", "3")
@@ -146,7 +152,7 @@ def test_tampered_stored_events_are_caught_and_named(room_db: str, streams: dict
     second = next(i for i in acts if i > first)
     _swap(room_db, "t02", first + 1, second + 1)
 
-    code, out = _run(capsys, "verify")
+    code, out = _run(capsys, "verify", *ONE_PROCESS)
     assert code == 1
     lines = out.strip().splitlines()
     assert f"t01 hand {_hand_of(t01, amount)}: DIFFERENT at version {amount + 1}: the record has Acted(" in out
@@ -184,7 +190,7 @@ def test_marks_skip_verified_hands_and_all_checks_them_again(room_db: str, strea
     hands = sum(len([s for s in spans(e) if s.end]) for e in streams.values())
     code, out = _run(capsys, "verify", "--workers", "1")
     assert code == 0 and f"{hands:,} finished hands" in out and "skipped" not in out
-    code, out = _run(capsys, "verify")                       # marked: nothing new
+    code, out = _run(capsys, "verify")                       # marked: nothing new (default workers: the cores)
     assert code == 0 and "verify: 0 tables, 0 finished hands" in out and f"{hands:,} verified before, skipped" in out
     code, out = _run(capsys, "verify", "--all", "--workers", "2")
     assert code == 0 and f"{hands:,} finished hands" in out and "skipped" not in out
@@ -196,5 +202,5 @@ def test_marks_skip_verified_hands_and_all_checks_them_again(room_db: str, strea
     for workers in ("1", "2"):                               # the same verdicts from one process or two
         code, out = _run(capsys, "verify", "--all", "--workers", workers)
         assert code == 1 and named in out
-    code, out = _run(capsys, "verify")                       # the mark's prefix changed: t01 checked again
+    code, out = _run(capsys, "verify", *ONE_PROCESS)         # the mark's prefix changed: t01 checked again
     assert code == 1 and named in out
