@@ -65,6 +65,19 @@ export class Api {
     return this.session;
   }
 
+  // True only when the console answers that the session is no more (401); a console
+  // that does not answer at all may come back: keep trying.
+  async sessionGone() {
+    try {
+      const response = await fetch("/api/me", { credentials: "same-origin" });
+      if (response.status !== 401) return false;
+      this.session = null;
+      return true;
+    } catch (e) {
+      return false;
+    }
+  }
+
   async login(role, name, password) {
     const data = await postJson("/api/login", { role, name, password });
     this.session = { role: data.role, name: data.name };
@@ -143,9 +156,8 @@ export class Api {
     this.attempt += 1;
     await new Promise((resolve) => setTimeout(resolve, wait * (0.75 + Math.random() / 2)));
     if (this.closing || socket !== this.socket) return;
-    if (this.attempt > 2) {                 // still the same session? (a reload of the server ends it)
-      const session = await this.me();
-      if (!session) {
+    if (this.attempt > 2) {                 // still the same session? (a restart of the console ends it)
+      if (await this.sessionGone()) {
         this.closing = true;
         this.emit("session", null);
         return;
