@@ -126,6 +126,7 @@ export class Api {
 
   disconnect() {
     this.closing = true;
+    this.emit("status", "closed");
     this.subscriptions.clear();
     if (this.socket) this.socket.close();
     this.socket = null;
@@ -147,6 +148,7 @@ export class Api {
     if (this.closing) return;
     if (code === 4401) {                    // the session ended (logout elsewhere, revoked, expired)
       this.closing = true;
+      this.emit("status", "closed");
       this.session = null;
       this.emit("session", null);
       return;
@@ -159,6 +161,7 @@ export class Api {
     if (this.attempt > 2) {                 // still the same session? (a restart of the console ends it)
       if (await this.sessionGone()) {
         this.closing = true;
+        this.emit("status", "closed");
         this.emit("session", null);
         return;
       }

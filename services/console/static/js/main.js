@@ -94,7 +94,7 @@ async function route() {
   main.focus({ preventScroll: true });
 }
 
-const STATUS = { open: "", connecting: "connecting…", reconnecting: "reconnecting…" };
+const STATUS = { open: "", closed: "", connecting: "connecting…", reconnecting: "reconnecting…" };
 api.on("status", (state) => {
   const el = document.getElementById("conn");
   el.textContent = STATUS[state] ?? state;
