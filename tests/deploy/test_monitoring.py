@@ -50,7 +50,8 @@ from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.runtime.settings import DATABASE_URL_VAR
 from test_docs_links import REPOSITORY, _anchors
 
-SERVED = sorted(set(SERVICES) - {"bot"})            # bots are players, not deployed services
+# bots are players, not deployed services; the console answers no discovery and serves no metrics
+SERVED = sorted(set(SERVICES) - {"bot", "console"})
 OPERATING = REPOSITORY / "docs" / "operating.md"
 
 

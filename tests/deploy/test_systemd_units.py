@@ -21,7 +21,8 @@ from studroom.services.runtime.servers.embedded_nats import nats_server_binary
 UNITS = DEPLOY / "systemd"
 INSTALLED_STUDROOM = "/opt/studroom/venv/bin/studroom"
 INSTALLED_NATS = "/usr/local/bin/nats-server"
-SERVED = sorted(set(SERVICES) - {"bot"})                 # bots are the room's own, not deployed
+# bots are the room's own, not deployed; the console runs where the Authority is (its own test below)
+SERVED = sorted(set(SERVICES) - {"bot", "console"})
 REPLICATED = {"table", "relay", "timer", "lobby"}        # they create streams or buckets
 RENEWAL = UNITS / "studroom-creds.service"               # run by studroom-creds.timer, not a server
 
@@ -77,7 +78,7 @@ def test_the_services_speak_tls_to_nats_and_trust_the_rooms_ca() -> None:
 
 def test_units_wait_for_the_network_and_restart_without_exhausting_the_start_limit() -> None:
     units = sorted(set(UNITS.glob("*.service")) - {RENEWAL})
-    assert len(units) == len(SERVED) + 2                                  # and the NATS node's, the warden's
+    assert len(units) == len(SERVED) + 3                  # and the NATS node's, the warden's, the console's
     for path in units:
         unit = _read(path)
         assert unit["Unit"]["Wants"] == ["network-online.target"], path.name
@@ -135,3 +136,13 @@ def test_the_warden_runs_where_the_authority_is() -> None:
     args = build_parser().parse_args(shlex.split(command)[1:])
     assert (args.auth, args.auth_dir) == ("warden", "/root/studroom-auth") and unit["User"] == ["root"]
     assert unit["EnvironmentFile"] == ["/etc/studroom/studroom.env"]                 # the NATS URLs and CA
+
+
+def test_the_console_runs_where_the_authority_is_behind_the_proxy() -> None:
+    """It issues each person's credentials from the Authority (root's), on 127.0.0.1 only."""
+    unit = _read(UNITS / "studroom-console.service")["Service"]
+    (command,) = unit["ExecStart"]
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    assert (args.service, args.auth_dir, args.behind_proxy) == ("console", "/root/studroom-auth", True)
+    assert unit["User"] == ["root"] and "Environment" not in unit                    # no service credentials
+    assert unit["EnvironmentFile"] == ["/etc/studroom/studroom.env"]                 # the NATS and database URLs
