@@ -19,7 +19,7 @@ export function barChart(rows, { title, unit = "", testid, height = 180, format 
   const left = Math.max(28, format(max).length * 7 + 10), bottom = 34, top = 12, right = 8;
   const labels = rows.map((r) => (String(r.label).length > 14 ? String(r.label).slice(0, 13) + "…" : String(r.label)));
   const labelPx = Math.max(0, ...labels.map((l) => l.length)) * 6.6 + 10;
-  let step = Math.min(Math.max(labelPx, 16), 90);
+  let step = Math.min(Math.max(labelPx, 16), 110);
   if (rows.length * step > 700) step = Math.max(14, 700 / rows.length);
   const labelEvery = Math.max(1, Math.ceil(labelPx / step));
   const width = left + right + Math.max(1, rows.length) * step;

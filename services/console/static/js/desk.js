@@ -257,8 +257,8 @@ export function show(container, { api }) {
       lagHistory.push({ label: new Date(a.at_ms || Date.now()).toISOString().slice(11, 19), value: total });
       if (lagHistory.length > LAG_POINTS) lagHistory.shift();
       clear(lagBox,
-        barChart([...lag].map(([k, v]) => ({ label: k.replace("projection_lag_events", "lag").replace("relay_backlog_events", "backlog"), value: v })),
-          { title: "Projection lag and relay backlog now (events)", testid: "lag-chart", format: String }),
+        barChart([...lag].map(([k, v]) => ({ label: k.replace("projection_lag_events.", "").replace("relay_backlog_events.", "relay "), value: v })),
+          { title: "Projection lag and relay backlog (relay <store>) now, events", testid: "lag-chart", format: String }),
         barChart(lagHistory, { title: `Total lag, every ${POLL_MS / 1000} s (events)`, testid: "lag-history-chart", format: String }));
     } catch (e) { failed(healthBox, e); }
   }
