@@ -14,10 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 from bot_loop import BotLoop
+from browser_pages import WAIT_MS, Pages
 from console_server import ConsoleServer
 from find_chromium import chromium_executable
 from live_room import LiveRoom
-from browser_pages import WAIT_MS, Pages
 from playwright.sync_api import Browser, expect, sync_playwright
 
 expect.set_options(timeout=WAIT_MS)
@@ -30,7 +30,8 @@ def console(live_room: LiveRoom) -> Iterator[ConsoleServer]:
         server.start()
         yield server
     finally:
-        server.stop()
+        code = server.stop()
+    assert code in (0, None), f"the console exited {code} when stopped:\n{server.tail()}"
 
 
 @pytest.fixture(scope="module")

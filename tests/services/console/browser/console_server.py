@@ -78,12 +78,15 @@ class ConsoleServer:
                               env=self.env, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, f"{role} add {name}: exit {done.returncode}\n{done.stdout}{done.stderr}"
 
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(10.0)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5.0)
+    def stop(self) -> int | None:
+        """SIGTERM, as the room stops its services; its exit code (None: never started)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5.0)
+        return self.proc.returncode

@@ -16,6 +16,7 @@ from browser_pages import Pages, cards_seen, log_in, record_cards, screenshot
 from browser_secrecy import Traffic, check, down_by_hand, hidden_by_hand
 from console_server import ConsoleServer
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from studroom.domain.events import Acted, HandEnded, HandStarted
 from studroom.services.room.plans import table_config
 
@@ -26,7 +27,7 @@ HIS_SEAT = 3
 PACE_MS = 30
 PASSWORD = "correct horse battery staple"
 # Actions the person takes when offered, the first offered (never a fold: he plays the hand out).
-PREFERRED = ("check", "call", "bring_in", "complete", "show")
+PREFERRED = ("check", "call", "bring_in", "complete", "show", "ante")
 
 
 class Person:
@@ -55,7 +56,7 @@ def hand_shown(page: Page) -> int:
 
 def play_out(page: Page, hand_no: int) -> int:
     """Act whenever it is his turn in hand ``hand_no`` until the page shows it over;
-    how many actions he took."""
+    how many actions he took (the first turn's page saved as the table's screenshot)."""
     actions = 0
     mine = "[data-testid=actions]"
     while True:
@@ -65,16 +66,19 @@ def play_out(page: Page, hand_no: int) -> int:
                                 const m = t.match(/hand #(\\d+)/);
                                 return m !== null && (Number(m[1]) > n || t.includes("over")); }""",
             arg=[mine, hand_no])
-        if hand_shown(page) != hand_no or page.locator(mine).count() == 0:
+        if hand_shown(page) != hand_no or "over" in (page.get_by_test_id("hand-info").text_content() or ""):
             return actions
-        buttons = page.locator(f"{mine} button")
-        offered = [b.get_attribute("data-action") or b.get_attribute("data-testid") for b in buttons.all()]
-        choice = next((b for b, what in zip(buttons.all(), offered) if (what or "").removeprefix("action-") in PREFERRED),
-                      None)
-        assert choice is not None, f"no action to play on with among {offered}"
+        offered = page.locator(f"{mine} button").evaluate_all("buttons => buttons.map(b => b.dataset.testid)")
+        if not offered:
+            continue                                # the turn moved on meanwhile
+        pick = next((f"action-{a}" for a in PREFERRED if f"action-{a}" in offered), None)
+        assert pick is not None, f"no action to play on with among {offered}"
         if actions == 0:
             screenshot(page, "table")              # a table in play, as the seated player sees it
-        choice.click()
+        try:
+            page.locator(f"{mine} [data-testid={pick}]").click(timeout=2000)
+        except PlaywrightTimeoutError:
+            continue                                # the buttons went with the turn
         actions += 1
         expect(page.get_by_test_id("play-status")).not_to_contain_text("…")
 
@@ -126,10 +130,10 @@ def test_a_person_logs_in_sits_buys_in_sees_only_his_cards_acts_and_the_hand_com
     assert not others, f"his page drew other players' down cards: {others}"
     assert own <= {c for h, c, p in drawn if h == hand_no and p == person.name}, "his page did not draw his down cards"
 
-    page.reload()                                   # the session and the seat resume
+    page.reload()                                   # the session and the seat resume, his cards with them
     expect(page.get_by_test_id("who")).to_contain_text(person.name)
     expect(page.get_by_test_id("my-seat")).to_contain_text(f"seat {HIS_SEAT}")
-    expect(page.locator(f"[data-testid=seat][data-player='{person.name}']")).to_be_visible()
+    expect(page.locator(f"[data-testid=seat][data-player='{person.name}'] [data-testid=card].down").first).to_be_visible()
 
 
 def _cards(event: dict) -> set[str]:
