@@ -3,6 +3,9 @@
 
 import { h, clear, chips, when, gameName, errorText, notice } from "./dom.js";
 
+// The language the reader chose for the dealer at a table (table.js keeps it).
+const preferredLang = () => (localStorage.getItem("studroom.lang") === "de" ? "de" : "en");
+
 export function show(container, { api, session, args }) {
   const isOperator = session.role === "operator";
   const status = h("p.notice", { role: "status", "aria-live": "polite", testid: "history-status" });
@@ -41,7 +44,7 @@ export function show(container, { api, session, args }) {
         h("td", {}, when(x.played_ms)), h("td", {}, x.table_id), h("td.num", {}, `#${x.hand_no}`), h("td", {}, gameName(x.game)),
         h("td", {}, `${chips(x.small_bet)}/${chips(x.big_bet)}`), h("td.num", {}, String(x.seat)),
         h("td.num", { class: x.net < 0 ? "neg" : x.net > 0 ? "pos" : "" }, chips(x.net)), h("td.num", {}, chips(x.rake_paid)),
-        h("td", {}, h("button", { type: "button", testid: "open-hand", onclick: () => openHand(x.table_id, x.hand_no, "text") }, "Open")))));
+        h("td", {}, h("button", { type: "button", testid: "open-hand", onclick: () => openHand(x.table_id, x.hand_no, "text", preferredLang()) }, "Open")))));
       if (!hands.length) clear(rows, h("tr", {}, h("td", { colspan: "9" }, "No hands yet.")));
       notice(status, "");
       const s = await ask({ type: "Sessions" });
@@ -76,5 +79,5 @@ export function show(container, { api, session, args }) {
   }
 
   loadHands();
-  if (args[0] && args[1]) openHand(args[0], Number(args[1]), "text");
+  if (args[0] && args[1]) openHand(args[0], Number(args[1]), "text", preferredLang());
 }
