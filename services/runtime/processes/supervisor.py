@@ -189,7 +189,9 @@ class Services:
 
     def identities(self) -> set[tuple[str, str]]:
         """The children's NATS identities: ``("service", "table" | "relay" | "timer" | "cashier")``."""
-        return {("service", _service(command)) for _, command in self.commands() if _service(command) != CONSOLE}
+        own = {("service", _service(command)) for _, command in self.commands() if _service(command) != CONSOLE}
+        # the console's desk reads the dead letters as the read-only "projections" identity
+        return own | ({("service", "projections")} if self.console_port is not None else set())
 
     def env_of(self, command: list[str]) -> dict[str, str]:
         """The environment of one child: ``env``, and its own service credentials."""

@@ -23,6 +23,7 @@ def test_the_room_runs_the_console_as_a_child_without_service_credentials() -> N
     (name, command), = [(n, c) for n, c in services.commands() if "console" in c]
     assert name == "room-console" and command[-4:] == ["--port", "8123", "--log-level", "WARNING"]
     assert ("service", "console") not in services.identities()
+    assert ("service", "projections") in services.identities()          # its desk's dead-letter reader
     assert NATS_CREDS_VAR not in services.env_of(command)
     assert not any("console" in c for _, c in Services({}, folder, instances=1, stores=1).commands())
 

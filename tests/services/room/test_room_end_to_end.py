@@ -306,8 +306,9 @@ def test_room_command_runs_and_conserves_chips(room_command: RoomCommand) -> Non
     identities = {f"service.{name}{door}.creds" for name in services for door in ("", "-door")}
     assert {f.name for f in issued} >= identities
     assert "system.warden.creds" in {f.name for f in issued}      # the embedded room caps connections
-    # the services and their doors; floor, spectator; the bots; the warden
-    assert len(issued) == len(identities) + 2 + ROOM_TABLES * ROOM_BOTS_PER_TABLE + 1
+    # the services and their doors; floor, spectator; the bots; the warden; the console's desk reader
+    assert "service.projections.creds" in {f.name for f in issued}
+    assert len(issued) == len(identities) + 2 + ROOM_TABLES * ROOM_BOTS_PER_TABLE + 1 + 1
     secrets = [line for f in issued for line in f.read_text().splitlines() if len(line) > 40]
     secrets += [f.read_text().strip() for f in (data_dir / "auth").glob("*.nk")]
     secrets.append((data_dir / "postgres" / "password").read_text().strip())     # the database's
