@@ -19,6 +19,11 @@ const NEEDS = {                       // the roles a page is for (none: any sess
   desk: ["operator"],
 };
 
+const TITLES = {
+  login: () => "Log in", lobby: () => "Lobby", table: (a) => `Table ${a[0]}`, cashier: () => "Cashier",
+  history: () => "History", replay: (a) => `Replay of hand ${a[1]} at ${a[0]}`, desk: () => "Operator's desk",
+};
+
 const main = document.getElementById("main");
 let cleanup = null;
 let showing = 0;
@@ -74,6 +79,7 @@ async function route() {
   }
   renderNav();
   clear(main);
+  document.title = `${TITLES[page] ? TITLES[page](args) : "Studroom"} · Studroom`;
   try {
     if (page === "replay") {
       const module = await import("./replay.js");
