@@ -60,7 +60,7 @@ class Traffic:
 
     def bodies(self) -> Iterator[tuple[Response, bytes]]:
         for response in self.responses:
-            if response.request.method != "OPTIONS" and response.status != 101:
+            if response.status not in (101, 204, 304):     # a socket's upgrade; no body
                 yield response, response.body()
 
 
