@@ -36,6 +36,7 @@ OUTBOX = 2000                       # messages queued for one tab: a tab that re
 SWEEP_EVERY = 30.0                  # seconds between looks for expired sessions
 HASHING = 2                         # password checks at once (Argon2id: 64 MiB and a core each)
 REVOKED = 4401                      # WebSocket close code: the session ended (logout, expiry, revocation)
+GOING_AWAY = 1001                   # ... the console stops
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
                                "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
@@ -183,6 +184,7 @@ class Console:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY, middlewares=[_headers])
+        app.on_shutdown.append(self._going_away)
         app.router.add_get("/", self.page)
         app.router.add_post("/api/login", self.login)
         app.router.add_post("/api/spectate", self.spectate)
@@ -192,6 +194,14 @@ class Console:
         if self.static.is_dir():
             app.router.add_static("/static", self.static, follow_symlinks=False)
         return app
+
+    async def _going_away(self, app: web.Application) -> None:
+        """The server stops: every tab is closed (1001, going away; the page reconnects
+        to the console's next start), else the stop would wait for them."""
+        if self.sessions is not None:
+            for session in list(self.sessions.by_token.values()):
+                for tab in list(session.tabs):
+                    await tab.close(GOING_AWAY)
 
     # ------------------------------------------------------------ HTTP
 

@@ -413,3 +413,31 @@ def test_the_lobby_pushes_the_tables_as_they_change(gw: Gateway) -> None:
             await spectator.close()
 
     gw.run(main())
+
+
+def test_a_console_that_stops_closes_its_tabs_going_away(gw: Gateway) -> None:
+    """Else its stop would wait for every open page (the room stops it with SIGTERM)."""
+    from aiohttp import web
+    from studroom.services.console.gateway import Console
+
+    async def main() -> None:
+        console = Console(gw.url, gw.authority)
+        await console.start()
+        runner = web.AppRunner(console.app())
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        browser = Browser(base, base)
+        try:
+            assert (await browser.post("/api/spectate"))[0] == 200
+            await browser.connect()
+            assert (await browser.ask("lobby"))["ok"]
+            await asyncio.wait_for(runner.cleanup(), 30)
+            assert browser.reader is not None
+            await asyncio.wait_for(browser.reader, 10)
+            assert browser.closed_with == 1001
+        finally:
+            await console.stop()
+            await browser.close()
+
+    gw.run(main())
