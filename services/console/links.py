@@ -5,8 +5,9 @@ every spectator (the room's ``spectator.public``).
 A :class:`Link` is shared by all the sessions and tabs of its identity: one table
 client (one command id sequence), one cashier client, one NATS subscription per
 subject whatever the number of tabs following it (:class:`Hub`), one lobby picture
-(:class:`LobbyFeed`).  It ends when its last session ends, when its credentials end,
-or when the server refuses its key (a revocation): then every session on it ends.
+(:class:`LobbyFeed`).  Its credentials are issued again at half their life and the
+connection made again with them.  It ends when its last session ends or when the
+server refuses its key (a revocation): then every session on it ends.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -77,7 +79,6 @@ class Link:
 
     def __init__(self, nc: Any, role: str, name: str, expires: float) -> None:
         self.nc, self.role, self.name, self.expires = nc, role, name, expires
-        self.since = time.time()
         self.table = TableClient(nc, role, name, retry_for=5.0) if role != "spectator" else None
         self.cashier = CashierClient(nc, role, name, retry_for=5.0) if role != "spectator" else None
         self.hub = Hub(nc)
@@ -85,19 +86,18 @@ class Link:
         self.sessions: set[Any] = set()
         self.ended = asyncio.Event()
         self.on_end: list[Callable[[Link], None]] = []
+        self.tasks: list[asyncio.Task[None]] = []     # its own (the credentials' renewal)
 
     @property
     def identity(self) -> tuple[str, str]:
         return self.role, self.name
 
-    def fresh(self) -> bool:
-        """More than half of its lifetime left: a new session may join it."""
-        return not self.ended.is_set() and self.expires - time.time() > (self.expires - self.since) / 2
-
     def end(self) -> None:
         """Mark it ended (closed, refused, expired) and tell its owners once."""
         if not self.ended.is_set():
             self.ended.set()
+            for task in self.tasks:
+                task.cancel()
             for each in self.on_end:
                 each(self)
 
@@ -118,25 +118,46 @@ def _ended_by_server(error: BaseException) -> bool:
     return isinstance(error, nats.errors.AuthorizationError) or any(said in text for said in _ENDED)
 
 
-async def connect_person(url: str, authority: Authority, role: str, name: str,
-                         lifetime: int = SESSION_LIFETIME) -> Link:
-    """A connection as ``name`` of ``role``, with credentials issued now for ``lifetime``
-    seconds, held in this process's memory only."""
-    token, seed, expires = await asyncio.to_thread(authority.session_user, role, name, lifetime)
-    jwt_bytes = token.encode()
+class _Held:
+    """A person's credentials, in memory: swapped for new ones as they age."""
 
-    def user_jwt() -> bytearray:
-        return bytearray(jwt_bytes)
+    def __init__(self, token: str, seed: bytes, expires: int) -> None:
+        self.token, self.seed, self.expires = token, seed, expires
 
-    def sign(nonce: str) -> bytes:
-        key = nkeys.from_seed(bytearray(seed))
+    def user_jwt(self) -> bytearray:
+        return bytearray(self.token.encode())
+
+    def sign(self, nonce: str) -> bytes:
+        key = nkeys.from_seed(bytearray(self.seed))
         try:
             return base64.b64encode(key.sign(nonce.encode()))
         finally:
             key.wipe()
 
-    return await _connect(url, role, name, expires, user_jwt_cb=user_jwt, signature_cb=sign,
+
+async def connect_person(url: str, authority: Authority, role: str, name: str,
+                         lifetime: int = SESSION_LIFETIME) -> Link:
+    """A connection as ``name`` of ``role``, with credentials issued now for ``lifetime``
+    seconds (at most the role's), held in this process's memory only, and issued again
+    at half their life, the connection made again with them (as long as it is open:
+    its sessions end on their own)."""
+    issue = functools.partial(asyncio.to_thread, authority.session_user, role, name, lifetime)
+    held = _Held(*await issue())
+    link = await _connect(url, role, name, held.expires, user_jwt_cb=held.user_jwt, signature_cb=held.sign,
                           inbox_prefix=subjects.inbox_prefix(role, name))
+
+    async def renew() -> None:
+        while not link.ended.is_set():
+            await asyncio.sleep(max(0.0, (held.expires - time.time()) / 2))
+            if link.ended.is_set():
+                return
+            held.token, held.seed, held.expires = await issue()
+            link.expires = held.expires
+            await link.nc.force_reconnect()
+            log.info("console: %s.%s's connection renewed", role, name)
+
+    link.tasks.append(asyncio.get_running_loop().create_task(renew()))
+    return link
 
 
 async def connect_spectator(url: str, creds: Path | None) -> Link:

@@ -1,9 +1,9 @@
 """Logged-in sessions: a random token (the cookie) -> the person and his connection.
 
 A person's sessions share his one :class:`~.links.Link` (his tabs share a session: the
-cookie); a login when his link has less than half of its lifetime left opens a fresh
-link, and the old one closes with its last session.  A session ends at logout, when
-its link ends (credentials expired, key revoked) or at its expiry (its link's).
+cookie), which renews its own credentials; it closes with his last session.  A session
+ends at logout, when its link ends (key revoked) or at its expiry (12 hours after the
+login).
 Spectators' sessions share the one spectator link, which the console keeps open.
 """
 
@@ -71,11 +71,11 @@ class Sessions:
         identity = (role, name)
         async with self._joining.setdefault(identity, asyncio.Lock()):
             link = self.links.get(identity)
-            if link is None or not link.fresh():
+            if link is None or link.ended.is_set():
                 link = await self.connect(role, name)
                 link.on_end.append(self._link_ended)
                 self.links[identity] = link
-        return self._start(link, link.expires)
+        return self._start(link, time.time() + SESSION_LIFETIME)
 
     def spectate(self) -> Session:
         self._room()

@@ -441,3 +441,28 @@ def test_a_console_that_stops_closes_its_tabs_going_away(gw: Gateway) -> None:
             await browser.close()
 
     gw.run(main())
+
+
+def test_a_persons_connection_outlives_its_first_credentials(gw: Gateway) -> None:
+    """Issued again at half their life, the connection made again with them: it is
+    still there, and answered, after the first ones ended (the server closes a
+    connection whose JWT expired)."""
+    from studroom.projections.lobby.queries import LobbyQuery
+    from studroom.projections.lobby.watching import ask
+    from studroom.services.console.links import connect_person
+
+    erin = f"gwerin{RUN}"
+
+    async def main() -> None:
+        link = await connect_person(gw.url, gw.authority, "player", erin, lifetime=4)
+        try:
+            first = link.expires
+            while time.time() < first + 2:
+                assert not link.ended.is_set(), "the connection ended with its first credentials"
+                await asyncio.sleep(0.2)
+            assert link.expires > first and link.nc.is_connected
+            assert {e.table_id for e in await ask(link.nc, LobbyQuery())} >= set(gw.tables)
+        finally:
+            await link.close()
+
+    gw.run(main())

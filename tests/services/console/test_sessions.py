@@ -39,13 +39,10 @@ def test_expired_sessions_and_idle_spectators_end_and_a_persons_link_closes_with
     class FakeLink:
         def __init__(self, role: str, name: str, expires: float) -> None:
             self.role, self.name, self.expires = role, name, expires
-            self.since, self.sessions, self.on_end, self.closed = time.time(), set(), [], False
+            self.sessions, self.on_end, self.closed = set(), [], False
             self.ended = asyncio.Event()
 
         identity = property(lambda self: (self.role, self.name))
-
-        def fresh(self) -> bool:
-            return not self.closed
 
         async def close(self) -> None:
             self.closed = True
