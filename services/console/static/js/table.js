@@ -25,6 +25,7 @@ export function show(container, ctx) {
   const pot = h("span.pot-amount", { testid: "pot" }, "0");
   const community = h("span.community", { testid: "community" });
   const handInfo = h("span.hand-info", { testid: "hand-info" });
+  const replayLink = h("span.replay-last");
   const turnText = h("span", { testid: "turn" });
   const countdown = h("span.countdown", { testid: "countdown", role: "timer", "aria-live": "off" });
   const announcements = h("ul.announcements", { testid: "announcements", "aria-live": "polite" });
@@ -38,7 +39,7 @@ export function show(container, ctx) {
     h("div.table-layout", {},
       h("div.felt", {},
         h("div.centre", {},
-          h("div", {}, h("span.label", {}, "Pot "), pot, " ", handInfo),
+          h("div", {}, h("span.label", {}, "Pot "), pot, " ", handInfo, " ", replayLink),
           community,
           h("div.turnline", {}, turnText, " ", countdown)),
         seatsEl),
@@ -61,6 +62,11 @@ export function show(container, ctx) {
     const street = hand && hand.street >= 0 ? (STREETS[state.game] || [])[hand.street] : null;
     handInfo.textContent = hand ? `· hand #${hand.hand_no}${street ? ` · ${street} street` : ""}${hand.over ? " · over" : ""}` : "· no hand yet";
     clear(community, ...(hand ? hand.community.map((c) => card(c)) : []));
+    // The last finished hand's replay: an operator any hand, a player one he was dealt into.
+    const last = state.lastEnded;
+    const mayReplay = last && (session.role === "operator" || (isPlayer && last.players.includes(session.name)));
+    clear(replayLink, mayReplay ? h("a", { href: `#/replay/${encodeURIComponent(tableId)}/${last.hand_no}`, testid: "replay-last",
+      dataset: { hand: String(last.hand_no) } }, `Replay hand #${last.hand_no}`) : null);
     renderTurn();
     renderSide();
     if (panel) panel.render();

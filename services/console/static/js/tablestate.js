@@ -64,6 +64,7 @@ export class TableState {
     this.waitingCount = 0;
     this.offer = null;
     this.nextConfig = null;
+    this.lastEnded = null;           // {hand_no, players}: the last hand seen to its end here
     this.seats = new Map();
     this.mySeat = null;
     this.hand = null;
@@ -75,9 +76,10 @@ export class TableState {
 
   // --- from a view ------------------------------------------------------------------
   load(view) {
-    const log = this.log;
+    const { log, lastEnded } = this;
     this.reset();
     this.log = log;
+    this.lastEnded = lastEnded;
     if (view.config) this.loadTableView(view);   // a player's or operator's TableView
     else this.loadLobbyEntry(view);              // a spectator's LobbyEntry
     this.loaded = true;
@@ -387,7 +389,10 @@ export class TableState {
       const p = this.player(Number(s));
       if (p) { p.stack = stack; p.bet = 0; }
     }
-    if (this.hand) this.hand.over = true;
+    if (this.hand) {
+      this.hand.over = true;
+      this.lastEnded = { hand_no: e.hand_no, players: [...this.hand.players.values()].map((p) => p.player) };
+    }
     this.turn = null;
     this.say(`Hand #${e.hand_no} is over`, "hand");
   }
