@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
-import shutil
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from find_chromium import chromium_executable
 from playwright.sync_api import Page, sync_playwright
 
 STATIC = Path(__file__).resolve().parents[3] / "services" / "console" / "static"
@@ -40,14 +38,6 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def chromium() -> str:
-    """``$STUDROOM_CHROMIUM``, else Debian's ``chromium`` (never Playwright's download)."""
-    found = os.environ.get("STUDROOM_CHROMIUM") or shutil.which("chromium")
-    if not found:
-        pytest.fail("no Chromium: apt-get install chromium (or set STUDROOM_CHROMIUM)", pytrace=False)
-    return found
-
-
 @contextmanager
 def static_page(width: int = 1024) -> Iterator[tuple[Page, str]]:
     """A page at the static folder's origin (with a ``<main id="main">``), and that
@@ -58,7 +48,7 @@ def static_page(width: int = 1024) -> Iterator[tuple[Page, str]]:
     origin = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium())
+            browser = p.chromium.launch(executable_path=chromium_executable())
             page = browser.new_page(viewport={"width": width, "height": 800})
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))

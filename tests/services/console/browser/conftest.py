@@ -1,4 +1,4 @@
-"""The console's browser tests: a real headless Chromium (Debian's, find_chromium.py)
+"""The console's browser tests: a real headless Chromium (Debian's, tests/find_chromium.py)
 driven by Playwright's sync API, on the shared secure room (tests/live_room.py) with
 the console as a subprocess (console_server.py) and bots at each module's own tables
 (bot_loop.py: their asyncio loop runs in a thread of its own, since the sync API keeps
