@@ -227,9 +227,12 @@ async def _initial_view(link: Any, table: str) -> dict[str, Any]:
             raise OpError(protocol.UNKNOWN_TABLE, f"no table {table}") from None
         return {"entry": whole(entry)}
     try:
-        return {"view": msgspec.to_builtins(await link.table.view(table))}
+        view = await link.table.view(table)
     except Refused as e:
         raise OpError(e.code, e.message) from None
+    # R2 as the domain counts it (a property of the config, so not in the view's JSON);
+    # a spectator's entry carries its own
+    return {"view": msgspec.to_builtins(view), "max_players": view.config.max_players}
 
 
 @op("unwatch_table", ANY)

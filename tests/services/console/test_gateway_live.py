@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
+import msgspec
 import pytest
 from gateway_harness import Browser, Gateway
 from live_room import LiveRoom
 from secrecy import Message, Truth, scan
+from studroom.domain.config import TableConfig
 from studroom.domain.simulate import STAKES
 from studroom.services.console.desk_books import Books
 from studroom.services.disputes.stored_events import table_stream
@@ -136,6 +138,7 @@ def test_a_players_commands_are_his_on_the_table_and_he_sees_only_his_own_cards(
             assert (await boss.ask("cashier", request=deposit))["ok"]
             answer = await alice.ask("watch_table", table=table)
             assert answer["ok"] and answer["view"]["table_id"] == table and answer["view"]["seat"] is None
+            assert answer["max_players"] == msgspec.convert(answer["view"]["config"], TableConfig).max_players   # R2
             # his identity is the subject's: sitting another player down is refused by the table
             other = await alice.ask("command", table=table, command={"type": "SitDown", "seat": SEAT, "player": "bob"})
             assert not other["ok"] and other["error"]["code"] == "forbidden"

@@ -3,7 +3,8 @@ the events a browser is pushed on simulated hands of the three games and checked
 each one against the domain: a player's public and private copies against
 domain.views.table_view for his seat, a spectator joining mid-hand against the lobby
 projection's entry (and never a down card at the spectator).  The first event after
-which they differ is named."""
+which they differ is named.  Then R2: the table page offers exactly the seats the table
+takes (the player cap from watch_table's answer, not the seat numbers)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import msgspec
 import pytest
 
 from browser_page import static_page
+from studroom.domain.commands import SitDown
+from studroom.domain.errors import DomainError
 from studroom.domain.events import Event, HandStarted
 from studroom.domain.simulate import new_table, play_hand
 from studroom.domain.table import Table
@@ -77,19 +80,12 @@ def assert_same(case: str, stream: list[Event], join: int, seen: list[dict], exp
 
 # --- a player: table_view for his seat ---------------------------------------------------
 
-def player_expected(view: dict) -> dict:
-    hand = view["hand"]
-    return {"version": view["version"], "turn": view["turn"],
-            "seats": {s["seat"]: [s["player"], s["stack"], s["sitting_out"]] for s in view["seats"]},
-            "hand": hand and {"hand_no": hand["hand_no"], "pot": hand["pot"], "street": hand["street"],
-                              "players": {p["seat"]: [p["stack"], p["bet"], p["folded"], p["all_in"], p["cards"]]
-                                          for p in hand["players"]}}}
-
-
-def player_seen(snap: dict) -> dict:
-    hand = snap["hand"] if snap["hand"] and not snap["hand"]["over"] else None   # the page keeps an ended hand
-    return {"version": snap["version"], "turn": snap["turn"],
-            "seats": {s["seat"]: [s["player"], s["stack"], s["sitting_out"]] for s in snap["seats"]},
+def player_terms(state: dict) -> dict:
+    """A TableView, or the page's state, in the same terms (the page keeps an ended hand
+    on show: no hand for the domain)."""
+    hand = state["hand"] if state["hand"] and not state["hand"].get("over") else None
+    return {"version": state["version"], "turn": state["turn"],
+            "seats": {s["seat"]: [s["player"], s["stack"], s["sitting_out"]] for s in state["seats"]},
             "hand": hand and {"hand_no": hand["hand_no"], "pot": hand["pot"], "street": hand["street"],
                               "players": {p["seat"]: [p["stack"], p["bet"], p["folded"], p["all_in"], p["cards"]]
                                           for p in hand["players"]}}}
@@ -113,8 +109,8 @@ def test_a_players_page_folds_his_copies_into_the_domains_view(page, game, playe
         views.append(table_view(mirror, SEAT))
     initial = msgspec.to_builtins(views[0])
     seen = fold(page, initial, views[0].config.max_players, f"p{SEAT}", steps)
-    assert_same(f"{game}, seat {SEAT}", stream, join, [player_seen(s) for s in seen],
-                [player_expected(msgspec.to_builtins(v)) for v in views])
+    assert_same(f"{game}, seat {SEAT}", stream, join, [player_terms(s) for s in seen],
+                [player_terms(msgspec.to_builtins(v)) for v in views])
 
 
 # --- a spectator: the lobby's entry -------------------------------------------------------
@@ -163,3 +159,51 @@ def test_a_spectator_joining_mid_hand_folds_the_public_copies_into_the_lobbys_en
     seen = fold(page, entries[0], None, None, steps)
     pairs = [spectator_pair(s, e) for s, e in zip(seen, entries, strict=True)]
     assert_same(f"{game}, a spectator", stream, join, [g for g, _ in pairs], [w for _, w in pairs])
+
+
+# --- R2: the player cap, as the gateway's watch_table answer carries it ------------------
+
+# The table page (table.js, its play panel) on a stub of the api answering watch_table.
+TABLE_PAGE = """async ([answer, role]) => {
+  const { show } = await import("/js/table.js");
+  if (window.closeTable) window.closeTable();
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  const api = {
+    request: async (op) => (op === "cashier" ? { ok: true, balance: 5000 } : answer),
+    subscribe: (key, op, args, onAnswer) => { onAnswer(answer); return { answer: Promise.resolve(answer), end() {} }; },
+    on: () => () => {},
+  };
+  window.closeTable = show(main, { api, args: ["t"], session: { role, name: role === "player" ? "newbie" : "" } });
+}"""
+
+
+def takes(stream: list[Event], seat: int) -> bool:
+    """Whether the table seats a newcomer in ``seat``."""
+    try:
+        Table.replay(stream).execute(SitDown(seat=seat, player="newbie"))
+    except DomainError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("game, players", [("seven_card_stud", 8), ("seven_card_stud", 7), ("five_card_stud", 8)])
+def test_R2_the_table_page_offers_exactly_the_seats_the_table_takes(page, game, players):
+    table, stream = new_table(game, players)
+    cap, seats = table.config.max_players, table.config.seats
+    entry = None
+    for version, event in enumerate(stream, 1):
+        entry = lobby_apply(entry, public(event), version, version, 0)
+    spectator = {"entry": whole(entry)}
+    player = {"view": msgspec.to_builtins(table_view(table, None)), "max_players": cap}   # as watch_table answers
+    page.evaluate(TABLE_PAGE, [spectator, "spectator"])
+    assert page.get_by_test_id("table-players").text_content() == f"{cap} players at most"
+    page.evaluate(TABLE_PAGE, [player, "player"])
+    assert page.get_by_test_id("table-players").text_content() == f"{cap} players at most"
+    assert page.get_by_test_id("seat").count() == seats == 10             # seat numbers 0..9, all drawn
+    page.get_by_test_id("balance").first.wait_for()
+    offered = [int(b.get_attribute("data-seat")) for b in page.get_by_test_id("sit").all()]
+    assert offered == [seat for seat in range(seats) if takes(stream, seat)]
+    if len(offered) == 0:
+        assert page.get_by_test_id("no-seat").text_content() == f"The table is full: {cap} players at most."
+        assert page.get_by_test_id("join-waiting").is_visible()

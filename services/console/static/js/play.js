@@ -142,7 +142,7 @@ export function playPanel(el, api, state, session, reload) {
           h("button", { type: "button", testid: "sit", dataset: { seat: String(s) },
             onclick: () => send({ type: "SitDown", seat: s, player: session.name }, `Sit down in seat ${s}`) }, `Seat ${s}`)))));
     } else {
-      parts.push(h("p", {}, "No free seat."));
+      parts.push(h("p", { testid: "no-seat" }, state.full ? `The table is full: ${state.playerCap} players at most.` : "No free seat."));
     }
     if (state.waiting.includes(session.name)) {
       const place = state.waiting.indexOf(session.name) + 1;

@@ -53,7 +53,8 @@ export function show(container, ctx) {
   function render() {
     if (!state.loaded) return;
     const cfg = state.config || {};
-    clear(facts, `${gameName(state.game)} · ${stakesText(cfg.stakes)} · ${state.seatCount} seats · `,
+    clear(facts, `${gameName(state.game)} · ${stakesText(cfg.stakes)} · `,
+      h("span", { testid: "table-players" }, `${state.playerCap} players at most`), " · ",
       h("span", { testid: "table-state", class: `state-${state.state}` }, state.state),
       state.waitingCount ? ` · ${state.waitingCount} waiting` + (state.waiting.length ? ` (${state.waiting.join(", ")})` : "") : "");
     renderSeats();
@@ -172,7 +173,7 @@ export function show(container, ctx) {
   function accept(answer) {
     const view = answer.view || answer.entry;
     if (!view) { notice(status, "No such table.", "error"); return; }
-    state.load(view);
+    state.load(view, answer.max_players);
     state.needsResync = false;
     const queued = early.sort((a, b) => a.version - b.version);
     early = [];

@@ -57,6 +57,7 @@ export class TableState {
     this.game = "";
     this.config = null;              // the whole config (players' view) or {stakes, seats} (spectators')
     this.seatCount = 0;
+    this.maxPlayers = 0;             // R2: the most players seated at once (the domain's, in the answer)
     this.handNo = 0;
     this.button = null;
     this.state = "open";
@@ -75,13 +76,16 @@ export class TableState {
   }
 
   // --- from a view ------------------------------------------------------------------
-  load(view) {
+  // ``maxPlayers``: the answer's ``max_players`` beside a TableView (a spectator's
+  // LobbyEntry has its own); the rule is the domain's (TableConfig.max_players), not ours.
+  load(view, maxPlayers) {
     const { log, lastEnded } = this;
     this.reset();
     this.log = log;
     this.lastEnded = lastEnded;
     if (view.config) this.loadTableView(view);   // a player's or operator's TableView
     else this.loadLobbyEntry(view);              // a spectator's LobbyEntry
+    this.maxPlayers = maxPlayers ?? view.max_players ?? this.seatCount;
     this.loaded = true;
     this.findMySeat();
   }
@@ -427,7 +431,17 @@ export class TableState {
     return top;
   }
 
+  get playerCap() {                  // seat numbers may run past the cap (R2: 10 seats, 8 players)
+    return Math.min(this.seatCount, this.maxPlayers || this.seatCount);
+  }
+
+  get full() {
+    return this.seats.size >= this.playerCap;
+  }
+
+  // The seats a player may take now: none while the table holds its most players.
   get freeSeats() {
+    if (this.full) return [];
     const free = [];
     for (let s = 0; s < this.seatCount; s++) if (!this.seats.has(s)) free.push(s);
     return free;
