@@ -12,12 +12,12 @@ import os
 import signal
 import ssl
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from in_process import studroom
 from studroom.services.runtime.servers.embedded_nats import nats_server_binary
 from studroom.services.runtime.servers.server_process import free_port
 
@@ -49,9 +49,9 @@ def ca_of(etc: Path) -> Path:
 
 
 def studroom_cli(*args: str, env: dict[str, str] | None = None) -> str:
-    """What ``studroom ARGS`` prints (it must succeed), ``env`` added to the environment."""
-    done = subprocess.run([sys.executable, "-m", "studroom.services.cli", *args], capture_output=True, text=True,
-                          check=False, env={**os.environ, **(env or {})})
+    """What ``studroom ARGS`` prints (it must succeed), ``env`` added to the environment
+    (its ``main``, in the test's process: tests/in_process.py)."""
+    done = studroom(args, env)
     assert done.returncode == 0, f"studroom {' '.join(args)}: exit {done.returncode}\n{done.stdout}{done.stderr}"
     return done.stdout
 
