@@ -12,7 +12,7 @@ import msgspec
 import psycopg
 from studroom.domain.errors import FORBIDDEN
 from studroom.domain.names import is_name
-from studroom.services.wire.protocol import BAD_REQUEST, UNKNOWN_HAND
+from studroom.services.wire.protocol import BAD_REQUEST, UNAVAILABLE, UNKNOWN_HAND
 
 from . import phh, queries, text
 from .protocol import (
@@ -62,9 +62,23 @@ class HistoryDesk:
             return refused(BAD_REQUEST, f"not a history request: {str(e)[:200]}")
         try:
             player = player_asked_about(role, name, request)
-            return self._answer(player, request)
+            return self._answer_once_more_if_dropped(player, request)
         except Refused as e:
             return refused(e.code, str(e))
+
+    def _answer_once_more_if_dropped(self, player: str, request: HistoryRequest) -> HistoryReply:
+        """A connection PostgreSQL dropped (a restart, a terminated backend) shows only
+        when used: it is opened again once; a database still away is ``unavailable``
+        (the asker's client retries it), never a request left unanswered."""
+        try:
+            return self._answer(player, request)
+        except psycopg.OperationalError:
+            self.close()
+        try:
+            return self._answer(player, request)
+        except psycopg.OperationalError as e:
+            self.close()
+            raise Refused(UNAVAILABLE, f"the histories cannot be read now: {str(e)[:200]}") from e
 
     def _answer(self, player: str, request: HistoryRequest) -> HistoryReply:
         conn = self._connection()

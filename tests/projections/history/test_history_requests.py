@@ -27,7 +27,7 @@ from studroom.projections.history.service import HistoryService
 from studroom.domain.simulate import SimulatedTable
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.wire import subjects
-from studroom.services.wire.protocol import BAD_REQUEST, UNKNOWN_HAND
+from studroom.services.wire.protocol import BAD_REQUEST, UNAVAILABLE, UNKNOWN_HAND
 
 pytestmark = pytest.mark.integration
 
@@ -121,3 +121,27 @@ def test_R23_a_player_gets_his_own_history_and_nobody_elses(connect_as: Any, dat
                 await floor.close()
 
     asyncio.run(main())
+
+
+def test_a_desk_whose_connection_postgres_dropped_answers_again_and_one_without_a_database_says_unavailable(
+        database_url: str) -> None:
+    """A terminated backend shows only when its connection is used: the desk opens it
+    again once instead of leaving the request unanswered (seen when another test
+    terminated every backend of the shared database)."""
+    history = f"q{uuid.uuid4().hex[:8]}_history"
+    desk = HistoryDesk(database_url, history)
+    ask = protocol.encode(Hands())
+    try:
+        assert desk.answer("player", "alice", ask).ok
+        pid = desk._connection().info.backend_pid
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
+        again = desk.answer("player", "alice", ask)
+        assert again.ok, again.error
+        assert desk._connection().info.backend_pid != pid
+    finally:
+        desk.close()
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(history)))
+    away = HistoryDesk("postgresql://nobody@127.0.0.1:1/none", history).answer("player", "alice", ask)
+    assert not away.ok and away.error is not None and away.error.code == UNAVAILABLE
