@@ -282,6 +282,9 @@ def test_every_event_delivered_again_changes_nothing(stack: Stack) -> None:
         assert "Traceback" not in stack.log_of(name), stack.log_of(name)[-3000:]
 
 
+KILLED_PLAY = 4.0       # seconds of play around the kill
+
+
 @pytest.mark.timeout(120)
 def test_a_lobby_killed_while_tables_play_leaves_the_entries_right_and_resumes(stack: Stack) -> None:
     """One of two lobby instances is killed mid-batch and restarted: the entries stay
@@ -298,13 +301,15 @@ def test_a_lobby_killed_while_tables_play_leaves_the_entries_right_and_resumes(s
     async def main() -> None:
         async with recording(stack) as recorder:
             try:
-                await asyncio.gather(_play(players, recorder, 4.0), killing())
+                await asyncio.gather(_play(players, recorder, KILLED_PLAY), killing())
                 # the restarted lobby catches up on every event it missed (no speed asserted:
                 # a loaded CI machine is slow to restart a process)
                 stored, _ = await _converged(stack, recorder, players.table_ids, timeout=30.0)
             finally:
                 await players.stop()
-            assert _every_value_as_the_table_was(recorder, stored) > 50
+            # at most one write per table every EVERY: 3 tables x 4 s give at most ~50 values,
+            # and a lobby down for 1.5 s of them fewer; half of the most is a real check
+            assert _every_value_as_the_table_was(recorder, stored) > len(stored) * KILLED_PLAY / EVERY / 2
             _versions_only_rise(recorder)
 
     asyncio.run(main())
