@@ -259,14 +259,15 @@ class Console:
         if set(body) - {"role", "name", "password"} or role not in ROLES \
                 or not isinstance(name, str) or not isinstance(password, str):
             return _error(400, "bad_request", 'login with {"role": "player"|"operator", "name": ..., "password": ...}')
-        wait = self.limits.wait(self._address(request), f"{role}.{name}")
+        address = self._address(request)
+        wait = self.limits.wait(address, f"{role}.{name}")
         if wait > 0:
             return _error(429, "rate_limited", "too many login attempts: wait a while",
                           retry_after_ms=int(wait * 1000) + 1)
         async with self._hashing:
             right = await asyncio.to_thread(self.passwords.verify, role, name, password)
         if not right:
-            self.limits.failed(f"{role}.{name}")
+            self.limits.failed(address, f"{role}.{name}")
             return _error(401, "bad_login", "unknown name or wrong password")
         assert self.sessions is not None
         try:

@@ -1,5 +1,5 @@
 """The console's door limits: a session's op quota (a token bucket) and the login
-attempts per name and per client address (a sliding window).  The clock is passed
+attempts per name and address, per name and per client address (sliding windows).  The clock is passed
 in (monotonic seconds) so the tests need not wait."""
 
 from __future__ import annotations
@@ -10,7 +10,11 @@ from collections.abc import Callable
 
 OPS_PER_SECOND = 20.0
 OPS_BURST = 40
-FAILED_LOGINS_PER_NAME = 5          # failed attempts of one name ...
+# A name's lock is per address: a stranger's wrong guesses must not lock the player himself
+# out from his own address. A name's failures from all addresses are capped too, higher:
+# guessing from many addresses is slowed to that rate, at the price of locking the name.
+FAILED_LOGINS_PER_NAME_AND_ADDRESS = 5   # failed attempts of one name from one address ...
+FAILED_LOGINS_PER_NAME = 100        # ... of one name from anywhere ...
 ATTEMPTS_PER_ADDRESS = 30           # ... and attempts (logins, spectator sessions) from one address ...
 WINDOW = 300.0                      # ... in this many seconds
 
@@ -68,23 +72,32 @@ class Window:
 
 
 class LoginLimits:
-    """Failed logins per name, attempts per client address."""
+    """Failed logins per name and address and per name, attempts per client address."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.guesses = Window(FAILED_LOGINS_PER_NAME_AND_ADDRESS, clock=clock)
         self.names = Window(FAILED_LOGINS_PER_NAME, clock=clock)
         self.addresses = Window(ATTEMPTS_PER_ADDRESS, clock=clock)
 
     def wait(self, address: str, name: str | None) -> float:
         """0 when this attempt may go on (and is counted for the address), else the
         seconds to wait."""
-        wait = max(self.addresses.wait(address), self.names.wait(name) if name is not None else 0.0)
+        wait = self.addresses.wait(address)
+        if name is not None:
+            wait = max(wait, self.guesses.wait(_guess(address, name)), self.names.wait(name))
         if wait <= 0:
             self.addresses.add(address)
         return wait
 
-    def failed(self, name: str) -> None:
+    def failed(self, address: str, name: str) -> None:
+        self.guesses.add(_guess(address, name))
         self.names.add(name)
 
     def sweep(self) -> None:
+        self.guesses.sweep()
         self.names.sweep()
         self.addresses.sweep()
+
+
+def _guess(address: str, name: str) -> str:
+    return f"{address} {name}"

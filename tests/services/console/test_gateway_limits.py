@@ -1,11 +1,12 @@
 """The console's door limits with a clock of the test's own: a session's token bucket,
-login attempts per name and per client address."""
+login attempts per name and address, per name, and per client address."""
 
 from __future__ import annotations
 
 from studroom.services.console.limits import (
     ATTEMPTS_PER_ADDRESS,
     FAILED_LOGINS_PER_NAME,
+    FAILED_LOGINS_PER_NAME_AND_ADDRESS,
     WINDOW,
     LoginLimits,
     TokenBucket,
@@ -32,16 +33,29 @@ def test_the_bucket_allows_a_burst_then_its_rate() -> None:
     assert sum(bucket.take() == 0 for _ in range(100)) == 40
 
 
-def test_failed_logins_of_a_name_wait_out_the_window() -> None:
+def test_failed_logins_of_a_name_from_an_address_wait_out_the_window_there_only() -> None:
     clock = Clock()
     limits = LoginLimits(clock=clock)
-    for _ in range(FAILED_LOGINS_PER_NAME):
-        assert limits.wait(f"10.0.0.{_}", "player.alice") == 0
-        limits.failed("player.alice")
-    assert limits.wait("10.0.0.9", "player.alice") > 0         # from any address
-    assert limits.wait("10.0.0.9", "player.bob") == 0          # another name: allowed
+    for _ in range(FAILED_LOGINS_PER_NAME_AND_ADDRESS):
+        assert limits.wait("10.0.0.1", "player.alice") == 0
+        limits.failed("10.0.0.1", "player.alice")
+    assert limits.wait("10.0.0.1", "player.alice") > 0         # the guesser waits ...
+    assert limits.wait("10.0.0.2", "player.alice") == 0        # ... alice, at home, does not
+    assert limits.wait("10.0.0.1", "player.bob") == 0          # another name: allowed
     clock.now += WINDOW
-    assert limits.wait("10.0.0.9", "player.alice") == 0
+    assert limits.wait("10.0.0.1", "player.alice") == 0
+
+
+def test_failed_logins_of_a_name_from_everywhere_are_capped_too() -> None:
+    clock = Clock()
+    limits = LoginLimits(clock=clock)
+    for i in range(FAILED_LOGINS_PER_NAME):                     # one guess from each of many addresses
+        assert limits.wait(f"10.0.{i // 250}.{i % 250}", "player.alice") == 0
+        limits.failed(f"10.0.{i // 250}.{i % 250}", "player.alice")
+    assert limits.wait("10.9.9.9", "player.alice") > 0
+    clock.now += WINDOW
+    limits.sweep()
+    assert limits.wait("10.9.9.9", "player.alice") == 0
 
 
 def test_attempts_from_one_address_are_capped_whatever_the_names() -> None:
