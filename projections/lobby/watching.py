@@ -97,6 +97,16 @@ class LobbyPicture:
             entry.served = known.served if known is not None else True
             self.tables[table_id] = entry
 
+    def bucket_message(self, msg: Any) -> None:
+        """A message of the lobby bucket's subjects (a write or a delete; one that does
+        not decode changes nothing)."""
+        table_id = msg.subject.rsplit(".", 1)[-1]
+        if msg.headers and msg.headers.get("KV-Operation"):
+            self.written(table_id, None)
+            return
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            self.written(table_id, decode(msg.data))
+
     def text(self) -> str:
         return lobby_text(list(self.tables.values()))
 
@@ -109,12 +119,7 @@ async def watch_lobby(nc: Any, query: LobbyQuery, screen: Screen, stop: asyncio.
     picture.answered(await ask(nc, query))
 
     async def written(msg: Any) -> None:
-        table_id = msg.subject.rsplit(".", 1)[-1]
-        if msg.headers and msg.headers.get("KV-Operation"):
-            picture.written(table_id, None)
-            return
-        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-            picture.written(table_id, decode(msg.data))
+        picture.bucket_message(msg)
 
     asked = time.monotonic()
 

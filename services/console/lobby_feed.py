@@ -13,8 +13,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-from studroom.projections.lobby.entry import decode
 from studroom.projections.lobby.queries import LobbyQuery
 from studroom.projections.lobby.watching import REFRESH, LobbyPicture, LobbyUnavailable, ask
 
@@ -74,12 +72,7 @@ class LobbyFeed:
                 await sub.unsubscribe()
 
     async def _written(self, msg: Any) -> None:
-        table_id = msg.subject.rsplit(".", 1)[-1]
-        if msg.headers and msg.headers.get("KV-Operation"):
-            self.picture.written(table_id, None)
-        else:
-            with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-                self.picture.written(table_id, decode(msg.data))
+        self.picture.bucket_message(msg)
         self.changed.set()
 
     async def _run(self) -> None:
