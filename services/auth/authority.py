@@ -102,11 +102,7 @@ class Authority:
         """Credentials for ``name`` with the powers and terms of ``role``, valid for the
         role's lifetime from now (written again if they exist: the old file stays valid
         too, until it expires or the identity is revoked)."""
-        granted, agreed = self._powers(role, name), terms.of(role)
-        expires = int(time.time()) + agreed.lifetime
-        token, user_seed = self.user(f"{role}.{name}", publish=granted.publish, subscribe=granted.subscribe,
-                                     deny_publish=granted.deny_publish, limits=agreed.limits(), expires=expires,
-                                     account_seed=self.system_seed if role == SYSTEM else None)
+        token, user_seed, expires = self._role_user(role, name, terms.of(role).lifetime)
         self.creds_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = self.creds_path(role, name)
         with self._keys() as keys:
@@ -123,13 +119,20 @@ class Authority:
         seconds (at most the role's), in memory only (the console's connection of a
         logged-in person): its JWT, nkey seed and expiry.  Its key is recorded like any
         issued one, so :meth:`revoke` revokes it too."""
+        token, user_seed, expires = self._role_user(role, name, lifetime)
+        with self._keys() as keys:
+            keys["issued"].setdefault(f"{role}.{name}", {})[jwt.claims(token)["sub"]] = expires
+        return token, user_seed, expires
+
+    def _role_user(self, role: str, name: str, lifetime: int) -> tuple[str, bytes, int]:
+        """A user ``<role>.<name>`` with the role's powers and terms, valid ``lifetime``
+        seconds from now (at most the role's): its JWT, nkey seed and expiry."""
         granted, agreed = self._powers(role, name), terms.of(role)
         expires = int(time.time()) + min(lifetime, agreed.lifetime)
         token, user_seed = self.user(f"{role}.{subjects.check_name(name)}", publish=granted.publish,
                                      subscribe=granted.subscribe, deny_publish=granted.deny_publish,
-                                     limits=agreed.limits(), expires=expires)
-        with self._keys() as keys:
-            keys["issued"].setdefault(f"{role}.{name}", {})[jwt.claims(token)["sub"]] = expires
+                                     limits=agreed.limits(), expires=expires,
+                                     account_seed=self.system_seed if role == SYSTEM else None)
         return token, user_seed, expires
 
     def user(self, name: str, *, publish: list[str], subscribe: list[str], deny_publish: list[str] | None = None,
