@@ -22,10 +22,11 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from ..auth.authority import Authority
+from ..auth.passwords import ROLES, Passwords
+from ..wire.door import retry_after_ms
 from . import ops
 from .limits import LoginLimits
 from .links import Link, connect_person, connect_spectator
-from ..auth.passwords import ROLES, Passwords
 from .sessions import Session, Sessions, TooManySessions
 
 log = logging.getLogger("studroom.console")
@@ -263,7 +264,7 @@ class Console:
         wait = self.limits.wait(address, f"{role}.{name}")
         if wait > 0:
             return _error(429, "rate_limited", "too many login attempts: wait a while",
-                          retry_after_ms=int(wait * 1000) + 1)
+                          retry_after_ms=retry_after_ms(wait))
         async with self._hashing:
             right = await asyncio.to_thread(self.passwords.verify, role, name, password)
         if not right:
@@ -285,7 +286,7 @@ class Console:
             return body
         wait = self.limits.wait(self._address(request), None)
         if wait > 0:
-            return _error(429, "rate_limited", "too many new sessions: wait a while", retry_after_ms=int(wait * 1000) + 1)
+            return _error(429, "rate_limited", "too many new sessions: wait a while", retry_after_ms=retry_after_ms(wait))
         assert self.sessions is not None
         try:
             return self._started(self.sessions.spectate())

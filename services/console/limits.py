@@ -8,6 +8,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from ..wire.door import Buckets, Quota
+
 OPS_PER_SECOND = 20.0
 OPS_BURST = 40
 # A name's lock is per address: a stranger's wrong guesses must not lock the player himself
@@ -20,23 +22,16 @@ WINDOW = 300.0                      # ... in this many seconds
 
 
 class TokenBucket:
-    """``rate`` tokens a second, at most ``burst`` kept; ``take`` answers 0 when one was
-    taken, else the seconds until one will be there."""
+    """One session's op quota: the doors' token bucket (``wire/door.Buckets``) with one
+    key; ``take`` answers 0 when one was taken, else the seconds until one will be there."""
 
     def __init__(self, rate: float = OPS_PER_SECOND, burst: int = OPS_BURST,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate, self.burst, self.clock = rate, burst, clock
-        self.tokens = float(burst)
-        self.at = clock()
+        self.quota, self.clock = Quota(rate, burst), clock
+        self._bucket = Buckets(max_keys=1)
 
     def take(self) -> float:
-        now = self.clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
+        return self._bucket.take(None, self.quota, self.clock())
 
 
 class Window:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import nats.errors
+import psycopg
 from studroom.domain.commands import TableCommand
 from studroom.projections.history import protocol as history
 from studroom.projections.lobby.queries import LobbyQuery
@@ -23,6 +25,7 @@ from studroom.projections.lobby.watching import LobbyUnavailable, ask
 from ..client.requests import Requests
 from ..client.table import Refused
 from ..wire import cashier_protocol, protocol, subjects
+from ..wire.door import retry_after_ms
 from .lobby_feed import LobbyFeed, tables_json
 from .shapes import whole
 from .links import event_push
@@ -71,12 +74,17 @@ def op(name: str, roles: tuple[str, ...]) -> Callable[[Handler], Handler]:
 def register_external(name: str, roles: tuple[str, ...],
                       run: Callable[..., Awaitable[dict[str, Any]]]) -> None:
     """An op answered by another module's function ``run(link, args)`` (the desk's, the
-    replay's): ``OpError`` or ``ValueError`` from it answer ``bad_request``."""
+    replay's): its ``Refused`` answers its code, the database or NATS away
+    ``unavailable``, a ``ValueError`` ``bad_request``."""
     async def external(tab: Any, args: dict[str, Any]) -> dict[str, Any]:
         try:
             return {"ok": True, **await run(tab.session.link, args)}
         except OpError:
             raise
+        except Refused as e:
+            raise OpError(e.code, e.message) from None
+        except (psycopg.OperationalError, nats.errors.Error) as e:
+            raise OpError(UNAVAILABLE, f"{type(e).__name__}: {str(e)[:200]}") from None
         except (ValueError, msgspec.ValidationError) as e:
             raise OpError(BAD_REQUEST, str(e)) from None
     OPS[name] = Op(roles, external)
@@ -102,11 +110,6 @@ def _struct(value: Any, kind: Any, what: str) -> Any:
         return msgspec.convert(value, kind)
     except msgspec.ValidationError as e:
         raise OpError(BAD_REQUEST, f"{what}: {e}") from None
-
-
-def _reply(reply: Any) -> dict[str, Any]:
-    """A service's reply (``ok``, its fields or ``error``) as the answer's fields, every one."""
-    return whole(reply)
 
 
 def _lobby_refusal(e: LobbyUnavailable) -> OpError:
@@ -254,7 +257,7 @@ async def command(tab: Any, args: dict[str, Any]) -> dict[str, Any]:
     if isinstance(body, dict):
         body = {k: v for k, v in body.items() if k != "command_id"}
     sent = _struct(body, TableCommand, "command")
-    return _reply(await tab.session.link.table.send(table, sent))
+    return whole(await tab.session.link.table.send(table, sent))
 
 
 @op("cashier", PEOPLE)
@@ -267,7 +270,7 @@ async def cashier(tab: Any, args: dict[str, Any]) -> dict[str, Any]:
     client = tab.session.link.cashier
     if isinstance(request, cashier_protocol.BuyChips):
         request = msgspec.structs.replace(request, request_id=client.ids.next())
-    return _reply(await client.request(request))
+    return whole(await client.request(request))
 
 
 @op("history", PEOPLE)
@@ -284,7 +287,7 @@ async def history_op(tab: Any, args: dict[str, Any]) -> dict[str, Any]:
     asking: Requests[Any] = Requests(link.nc, retry_for=5.0, decode=history.decode_reply,
                                      refusal=history.refused, carried_out=lambda reply: None)
     reply = await asking.request(subjects.history_requests(link.role, link.name), history.encode(request), 5.0)
-    return _reply(reply)
+    return whole(reply)
 
 
 # ---------------------------------------------------------------- one message
@@ -303,7 +306,7 @@ async def answer(tab: Any, text: str) -> dict[str, Any]:
     try:
         wait = tab.session.quota.take()
         if wait > 0:
-            raise OpError(RATE_LIMITED, "too many requests: slow down", retry_after_ms=int(wait * 1000) + 1)
+            raise OpError(RATE_LIMITED, "too many requests: slow down", retry_after_ms=retry_after_ms(wait))
         if bad is not None:
             raise OpError(BAD_REQUEST, bad)
         if not isinstance(message, dict) or ident is None:

@@ -92,6 +92,12 @@ class DoorStats:
     shed: int = 0                 # no answer: beyond the quota again within the wait he was told
 
 
+def retry_after_ms(wait: float) -> int:
+    """A refusal's ``retry_after_ms`` for a wait of ``wait`` seconds (rounded up: asking
+    again after it finds a token)."""
+    return max(1, int(wait * 1000 + 0.999))
+
+
 class _Bucket:
     __slots__ = ("at", "tokens", "told_until")
 
@@ -189,7 +195,7 @@ class Door:
             return None
         if wait:
             self.stats.rate_limited += 1
-            return Visitor(role, name, reply, retry_after_ms=max(1, int(wait * 1000 + 0.999)))
+            return Visitor(role, name, reply, retry_after_ms=retry_after_ms(wait))
         self.stats.admitted += 1
         return Visitor(role, name, reply)
 
