@@ -17,7 +17,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from ..client.discovery import ask_all, instance, key_counters, readiness
+from ..client.discovery import ask_all, instance, key_counters, readiness, started_at
 from ..runtime.settings import Settings
 from ..runtime.text import number, table
 
@@ -35,7 +35,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def table_text(answers: list[dict[str, Any]], now: datetime) -> str:
     rows = []
     for stats in sorted(answers, key=lambda s: (s.get("name", ""), s.get("metadata", {}).get("instance", ""))):
-        started = datetime.strptime(stats["started"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        started = started_at(stats)
         counters = " ".join(f"{k}={number(round(v))}" for k, v in key_counters(stats).items())   # all counts
         rows.append([*instance(stats).split(" ", 1), stats["version"], f"{(now - started).total_seconds():.0f}s",
                      readiness(stats), counters])

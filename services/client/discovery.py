@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from ..runtime.observability.metrics import flat_name
@@ -53,3 +54,8 @@ def readiness(stats: dict[str, Any]) -> str:
 
 def instance(stats: dict[str, Any]) -> str:
     return f'{stats["name"].removeprefix("studroom-")} {stats.get("metadata", {}).get("instance", stats["id"])}'
+
+
+def started_at(stats: dict[str, Any]) -> datetime:
+    """When the instance started, as its answer says (KeyError, ValueError: it does not)."""
+    return datetime.strptime(stats["started"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

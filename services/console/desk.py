@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..client.discovery import ask_all, instance, key_counters, readiness
+from ..client.discovery import ask_all, instance, key_counters, readiness, started_at
 from ..relay.dead_letters import DeadLetter
 from ..wire import subjects
 from ..wire.dead_letters import Undelivered
@@ -39,8 +39,7 @@ def _service(stats: dict[str, Any], now: datetime) -> dict[str, Any]:
     service, instance_id = instance(stats).split(" ", 1)
     counters = key_counters(stats)
     try:
-        started = datetime.strptime(stats["started"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-        up: float | None = round((now - started).total_seconds(), 1)
+        up: float | None = round((now - started_at(stats)).total_seconds(), 1)
     except (KeyError, ValueError):
         up = None
     return {

@@ -82,16 +82,11 @@ async def rake(books: Books, by: str = "day", days: int | None = None) -> dict[s
 def reconcile_now(books: Books) -> dict[str, Any]:
     """``studroom ledger reconcile`` of the whole room, as JSON (blocking: run it in a thread)."""
     import msgspec
-    import psycopg
-    from studroom.projections.ledger.cut import book_to_cut
-    from studroom.projections.ledger.reconcile import reconcile
-    from studroom.projections.ledger.sources import all_sources
+    from studroom.projections.ledger.room_check import reconcile_room
 
     started_ms, started = int(time.time() * 1000), time.perf_counter()
-    with psycopg.connect(books.database_url, autocommit=True) as conn:
-        sources = all_sources(conn, schemas=books.schemas, cashier_schema=books.cashier_schema)
-    cut, _ = book_to_cut(books.database_url, sources, ledger_schema=books.ledger_schema)
-    result = reconcile(books.database_url, sources, ledger_schema=books.ledger_schema, cut=cut)
+    result = reconcile_room(books.database_url, books.schemas, cashier_schema=books.cashier_schema,
+                            ledger_schema=books.ledger_schema)
     return {
         "at_ms": started_ms,
         "seconds": round(time.perf_counter() - started, 3),

@@ -1,8 +1,8 @@
 """The desk's and the replay's WebSocket ops, ready to register (ops.register_external):
-each reads its arguments strictly, calls desk.py / desk_books.py / replay.py with the
-session's identity (never a name the browser sent), and turns their refusals into the
-op's error.  The gateway calls :func:`register` once at its start with what the console
-reaches on its own, service side:
+each reads its arguments strictly and calls desk.py / desk_books.py / replay.py with the
+session's identity (never a name the browser sent); register_external turns their
+refusals into the op's error.  The gateway calls :func:`register` once at its start
+with what the console reaches on its own, service side:
 
 - ``books``: where the books and stores are (the database URL of the console's settings);
 - ``service_nc``: a connection as a service identity with JetStream read powers (the
@@ -14,13 +14,8 @@ Health goes over the person's own connection (``link.nc``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
-import nats.errors
-import psycopg
-
-from ..client.table import Refused
 from ..store.layout import STORE_SCHEMA_PREFIX
 from ..wire.protocol import UNAVAILABLE
 from .desk import dead_letters, health
@@ -28,24 +23,10 @@ from .desk_books import Books, Reconciles, rake
 from .ops import OPERATOR, PEOPLE, OpError, _only, register_external
 from .replay import replay
 
-Run = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
 def _args(args: dict[str, Any], *names: str) -> list[Any]:
     """The values of ``names`` (None where left out); any other argument: ``bad_request``."""
     _only(args, *names)
     return [args.get(name) for name in names]
-
-
-def _answered(run: Run) -> Run:
-    async def answer(link: Any, args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return await run(link, args)
-        except Refused as e:
-            raise OpError(e.code, e.message) from None
-        except (psycopg.OperationalError, nats.errors.Error) as e:      # the database or NATS away
-            raise OpError(UNAVAILABLE, f"{type(e).__name__}: {str(e)[:200]}") from None
-    return answer
 
 
 def register(books: Books, reconciles: Reconciles, service_nc: Any | None = None, *,
@@ -76,7 +57,7 @@ def register(books: Books, reconciles: Reconciles, service_nc: Any | None = None
             raise OpError(UNAVAILABLE, "the console has no service connection to read the dead letters")
         return await dead_letters(service_nc, 50 if limit is None else limit)
 
-    register_external("replay", PEOPLE, _answered(replay_op))
+    register_external("replay", PEOPLE, replay_op)
     for name, run in (("desk_rake", rake_op), ("desk_reconcile", reconcile_op), ("desk_health", health_op),
                       ("desk_dead_letters", dead_letters_op)):
-        register_external(name, OPERATOR, _answered(run))
+        register_external(name, OPERATOR, run)
