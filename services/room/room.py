@@ -85,20 +85,16 @@ class RoomOptions:
 def console_port(wanted: int | None) -> int:
     """The console's port: ``wanted`` if given (0: a free one), else the console's
     default (8480) if it is free, else a free one; chosen here, so the room can say it."""
-    import socket
+    from ..console.bootstrap import DEFAULT_PORT
+    from ..runtime.servers.server_process import free_port, port_is_free
 
-    from ..console.bootstrap import DEFAULT_PORT, HOST
-
-    for port in [wanted] if wanted is not None else [DEFAULT_PORT, 0]:
-        with socket.socket() as probe:
-            try:
-                probe.bind((HOST, port))
-            except OSError:
-                if wanted is not None:
-                    raise SystemExit(f"studroom room: port {port} of {HOST} is taken (--console-port)") from None
-                continue
-            return int(probe.getsockname()[1])
-    raise AssertionError("port 0 is always free")
+    if wanted == 0:
+        return free_port()
+    if wanted is not None:
+        if not port_is_free(wanted):
+            raise SystemExit(f"studroom room: port {wanted} of 127.0.0.1 is taken (--console-port)")
+        return wanted
+    return DEFAULT_PORT if port_is_free(DEFAULT_PORT) else free_port()
 
 
 @dataclass
