@@ -57,6 +57,7 @@ from studroom.domain.views import TableView
 from ..client.messages import decode_event
 from ..client.table import TableClient
 from ..wire import subjects
+from ..wire.protocol import Reply
 from .asking import Asking, code_of
 from .bank import Bank
 from .decisions import Decisions
@@ -117,6 +118,7 @@ class Bot:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._topping_up = False
         self._want_sit_in = False
+        self._staying_out = False            # sat out by its owner: never sits itself in
         self._stopped = False
         self._paused = False
         self._watchdog: asyncio.Task[Any] | None = None
@@ -163,6 +165,12 @@ class Bot:
             reply = await self.asking.send(Leave(seat=self.seat), quiet={UNKNOWN_SEAT, ALREADY_LEAVING})
             if reply is not None and reply.ok:
                 self.seated = False
+
+    async def sit_out(self) -> Reply | None:
+        """Sit out at its owner's wish, for good: a top-up in flight no longer sits it
+        back in (it would otherwise, having sat out to top up before the next hand)."""
+        self._staying_out, self._want_sit_in = True, False
+        return await self.asking.send(SitOut(seat=self.seat, sitting_out=True), quiet={NO_CHANGE})
 
     def pause(self) -> None:
         """Stop answering and buying (it still records what it receives)."""
@@ -306,6 +314,8 @@ class Bot:
             self.answering -= 1
 
     async def _sit_in(self) -> None:
+        if self._staying_out:
+            return
         await self.asking.send(SitOut(seat=self.seat, sitting_out=False), quiet={NO_CHANGE})
 
     async def _top_up_if_short(self) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 from studroom.domain import views
 from studroom.domain.commands import BuyIn, OpenTable, SitDown, SitOut
 from studroom.domain.config import TableConfig
+from studroom.domain.errors import NO_CHANGE
 from studroom.domain.events import (
     CardsDealt,
     Event,
@@ -44,6 +45,7 @@ from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.projection import from_view
 from studroom.services.auth.authority import Authority
 from studroom.tools.lobby_lag import lags_ms
+from studroom.services.players.asking import code_of
 from studroom.services.players.bot import Bot
 from studroom.services.client.table import TableClient
 from studroom.services.runtime.processes import process
@@ -184,9 +186,9 @@ class Players:
         """Everyone sits out: no new hand starts.  The bots play the hands in play to their
         end (paused, each turn left would wait a timeout: some seconds a hand); the
         sleeper's turns time out."""
-        await asyncio.gather(*(bot.client.send(bot.table_id, SitOut(seat=bot.seat, sitting_out=True))
-                               for bot in self.bots))
-        await self.sleeper.send(self.table_ids[0], SitOut(seat=SLEEPER_SEAT, sitting_out=True))
+        replies = await asyncio.gather(*(bot.sit_out() for bot in self.bots))
+        replies.append(await self.sleeper.send(self.table_ids[0], SitOut(seat=SLEEPER_SEAT, sitting_out=True)))
+        assert all(r is not None and (r.ok or code_of(r) == NO_CHANGE) for r in replies), replies
 
     async def stop(self) -> None:
         await asyncio.gather(*(bot.stop() for bot in self.bots), return_exceptions=True)

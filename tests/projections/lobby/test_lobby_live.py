@@ -109,11 +109,13 @@ async def _play(players: Players, recorder: Recorder, seconds: float) -> None:
     await asyncio.sleep(seconds)
     await players.sit_out()
     last, since = -1, time.monotonic()
+    give_up = since + 60.0
     while time.monotonic() - since < 2.5:                 # more than a turn's timeout
         await asyncio.sleep(0.1)
         count = sum(len(v) for v in recorder.public.values())
         if count != last:
             last, since = count, time.monotonic()
+        assert since < give_up, {t: max(v) for t, v in recorder.public.items()}   # tables still playing
 
 
 def _versions_only_rise(recorder: Recorder) -> None:
