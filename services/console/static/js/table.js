@@ -81,8 +81,10 @@ export function show(container, ctx) {
       const p = hand ? hand.players.get(s) : null;
       const name = (seat && seat.player) || (p && p.player);
       const turn = state.turn && (state.turn.seat === s || (state.turn.kind === "ante" && p && !p.posted && !p.folded));
+      const closed = !name && state.full;     // empty, but the table holds its most players (R2)
+      const empty = closed ? "closed" : "free";
       const classes = ["seat"];
-      if (!name) classes.push("free");
+      if (!name) classes.push(empty);
       if (turn) classes.push("turn");
       if (p && p.folded) classes.push("folded");
       if (s === state.mySeat) classes.push("mine");
@@ -98,9 +100,9 @@ export function show(container, ctx) {
       items.push(h("li", {
         class: classes.join(" "), testid: "seat",
         dataset: { seat: String(s), player: name || "", turn: turn ? "true" : "false" },
-        "aria-label": name ? `Seat ${s}: ${name}` : `Seat ${s}: free`,
+        "aria-label": name ? `Seat ${s}: ${name}` : `Seat ${s}: ${closed ? "closed, the table is full" : "free"}`,
       },
-      h("div.seat-head", {}, h("span.seat-no", {}, `#${s}`), h("span.seat-name", { testid: "seat-name" }, name || "free"), ...flags),
+      h("div.seat-head", {}, h("span.seat-no", {}, `#${s}`), h("span.seat-name", { testid: "seat-name" }, name || empty), ...flags),
       name ? h("div.seat-money", {}, h("span", { testid: "seat-stack", "aria-label": "stack" }, chips(stack)),
         p && p.bet ? h("span.bet", { testid: "seat-bet" }, ` bet ${chips(p.bet)}`) : null,
         p && p.won ? h("span.won", {}, ` won ${chips(p.won)}`) : null) : null,
