@@ -47,6 +47,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     from ..runtime.processes.preflight import preflight
     from ..runtime.processes.starting import until_started
     from ..runtime.servers.external_or_embedded import servers
+    from ..relay.commits import Commits
     from ..store.postgres import PostgresEventStore
     from .metrics import cashier_lag, cashier_metrics
     from .saga import SENDER
@@ -74,7 +75,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
         opened.push_async_callback(process.drain, door_nc)
         started = CashierService(nc, store, instance_id=instance_id, takeover_ms=int(args.takeover_after * 1000),
                                  consumer=args.consumer, after_step=_crash_after(args.crash_after),
-                                 door_nc=door_nc)
+                                 door_nc=door_nc, commits=Commits.of(store, database_url))
         await started.start()
         return started
 

@@ -2,10 +2,15 @@
 
 Every instance follows its store's notification log from the start: the accounts'
 buy-in events say which player has a buy-in in flight at which table, whose it is and
-when it was last claimed.  Every second it sends again each one it may
-(:meth:`.saga.BuyInSaga.resume`): its own (left by a crash of this instance id, or
-unanswered by the table: again after a pause growing from 1 s to 30 s), and another
+when it was last claimed.  While any is in flight, every second it sends again each one
+it may (:meth:`.saga.BuyInSaga.resume`): its own (left by a crash of this instance id,
+or unanswered by the table: again after a pause growing from 1 s to 30 s), and another
 instance's once that one has not claimed it for the take-over time.
+
+The log is read when a commit to the store is heard (every instance's appends NOTIFY
+it: :class:`..relay.commits.Commits`), not every second: with no buy-in in flight and
+nothing written, an instance does nothing at all (issue 20).  Without a listener (none,
+or its connection down) the log is read every second as before.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import Final
 
 from studroom.domain.account import BuyInStep, Reservation, in_flight_after, player_of
 
+from ..relay.commits import Commits
 from ..runtime.retry import Backoff
 from ..store.port import EventStore, Notification
 from .saga import PENDING, BuyInSaga, now_ms
@@ -59,24 +65,30 @@ class OpenBuyIns:
 
 
 class Recovery:
-    def __init__(self, store: EventStore, saga: BuyInSaga, *, every: float = 1.0) -> None:
+    def __init__(self, store: EventStore, saga: BuyInSaga, *, every: float = 1.0,
+                 commits: Commits | None = None) -> None:
         self.store = store
         self.saga = saga
         self.every = every
+        self.commits = commits
+        self.reads = 0                              # reads of the notification log (tests)
         self.open = OpenBuyIns()
         self.resumed = 0                            # buy-ins settled by a resume (confirmed or refunded)
         self._next_try: dict[InFlight, tuple[float, Iterator[float]]] = {}    # (monotonic time, its pauses)
 
     async def catch_up(self) -> None:
         while True:
+            self.reads += 1
             batch = await asyncio.to_thread(self.store.read_notifications, self.open.position + 1, BATCH)
             self.open.take(batch)
             if len(batch) < BATCH:
                 return
 
-    async def sweep(self) -> None:
-        """Read what is new, then send again every open buy-in this instance may send now."""
-        await self.catch_up()
+    async def sweep(self, read: bool = True) -> None:
+        """Read what is new (``read``), then send again every open buy-in this instance
+        may send now."""
+        if read:
+            await self.catch_up()
         now = time.monotonic()
         due = [key for key in self.open.claimable(self.saga.owner, now_ms(), self.saga.takeover_ms)
                if not self.saga.busy(key[0]) and (key not in self._next_try or self._next_try[key][0] <= now)]
@@ -102,11 +114,40 @@ class Recovery:
             log.info("buy-in of %s at %s resumed: %s", player, table_id, settled.outcome)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Sweep every ``every`` seconds until ``stop``."""
+        """Sweep until ``stop``: at once, then at most every ``every`` seconds while a
+        buy-in is in flight or nobody listens, else when a commit is heard."""
+        if self.commits is None:
+            await self._sweeps(stop, None)
+            return
+        listener = asyncio.ensure_future(self.commits.run())
+        try:
+            await self._sweeps(stop, self.commits)
+        finally:
+            listener.cancel()
+            await asyncio.gather(listener, return_exceptions=True)
+
+    async def _sweeps(self, stop: asyncio.Event, commits: Commits | None) -> None:
         while not stop.is_set():
+            read = commits is None or not commits.listening or commits.wake.is_set()
+            if commits is not None:
+                commits.wake.clear()                 # a commit from now on is read next time
             try:
-                await self.sweep()
+                await self.sweep(read)
             except Exception:
                 log.exception("recovery sweep failed")
+                if commits is not None:
+                    commits.wake.set()               # read again
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.every)
+            if commits is not None and commits.listening and not self.open.in_flight:
+                await _first(stop, commits.wake)
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Wait until one of ``events`` is set."""
+    waits = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()

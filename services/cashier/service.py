@@ -5,7 +5,8 @@ connection and the cashier's event store (docs/design/cashier.md).
   instance), each answered in a task of its own (:mod:`.requests`);
 - ``PlayerLeft`` from the public stream through the shared durable consumer
   (:mod:`.cash_outs`), once the relay has created the stream;
-- every second, the buy-ins left open that this instance may finish (:mod:`.recovery`).
+- the buy-ins left open that this instance may finish (:mod:`.recovery`): every second
+  while any is in flight, otherwise when a commit to the store is heard.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import nats.errors
 import nats.js.errors
 
 from ..client.table import TableClient
+from ..relay.commits import Commits
 from ..runtime.retry import RECONNECT
 from ..store.port import EventStore
 from ..wire import subjects
@@ -41,7 +43,7 @@ TABLE_RETRY_FOR = 4.0          # seconds a buy-in's BuyIn is retried before it i
 class CashierService:
     def __init__(self, nc: Any, store: EventStore, *, instance_id: str, takeover_ms: int = TAKEOVER_MS,
                  consumer: str = CONSUMER, after_step: Step | None = None, sweep_every: float = 1.0,
-                 door_nc: Any = None) -> None:
+                 door_nc: Any = None, commits: Commits | None = None) -> None:
         self.nc = nc
         self.door_nc = door_nc if door_nc is not None else nc     # requests in, replies out
         self.consumer = consumer
@@ -50,7 +52,7 @@ class CashierService:
         self.saga = BuyInSaga(self.books, client, instance_id, takeover_ms=takeover_ms, after_step=after_step)
         self.requests = Requests(self.books, self.saga)
         self.cash_outs = CashOuts(self.books)
-        self.recovery = Recovery(store, self.saga, every=sweep_every)
+        self.recovery = Recovery(store, self.saga, every=sweep_every, commits=commits)
         self.loop: PullLoop | None = None
         self._sub: Any = None
         self._tasks: set[asyncio.Task[None]] = set()

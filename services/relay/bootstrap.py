@@ -96,6 +96,7 @@ async def serve_relay(
     from ..store.inspect import store_url
     from ..store.layout import check_recorded_layout
     from ..store.postgres import PostgresEventStore
+    from .commits import Commits
     from .relay import Relay
     from .store_relay import StoreRelay
 
@@ -107,7 +108,7 @@ async def serve_relay(
         subjects.check_name(schema)
     creds = credentials(settings, "service", "relay")
 
-    async def start(opened: contextlib.AsyncExitStack) -> list[PostgresEventStore]:
+    async def start(opened: contextlib.AsyncExitStack) -> list[StoreRelay]:
         """One attempt: the preflight, the recorded layout, the stores opened."""
         await preflight_url(nats_url, creds, "relay")
         if layout is not None:
@@ -117,7 +118,7 @@ async def serve_relay(
             url = await asyncio.to_thread(store_url, database_url, schema)     # its server (store/servers.py)
             store = await asyncio.to_thread(PostgresEventStore, url, schema=schema)
             opened.callback(_close_quietly, store)
-            stores.append(store)
+            stores.append(StoreRelay(store, schema, config, commits=Commits.of(store, url)))
         return stores
 
     async with contextlib.AsyncExitStack() as exits:
@@ -128,9 +129,7 @@ async def serve_relay(
         stores = await until_started("relay", exits, start, stop)
         if stores is None:          # stopped before the stores opened: nothing relayed
             return Relay(nats_url, [], config, creds=creds)
-        relay = Relay(nats_url, [StoreRelay(store, schema, config)
-                                 for store, schema in zip(stores, store_schemas, strict=True)],
-                      config, creds=creds)
+        relay = Relay(nats_url, stores, config, creds=creds)
         if on_ready is not None:
             on_ready(relay)
         try:

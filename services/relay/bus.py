@@ -37,8 +37,8 @@ def raise_if_cancelled() -> None:
         raise asyncio.CancelledError
 
 
-async def pause(event: asyncio.Event, seconds: float) -> None:
-    """Wait until ``event`` is set, at most ``seconds``. (``asyncio.timeout`` rather
+async def pause(event: asyncio.Event, seconds: float | None) -> None:
+    """Wait until ``event`` is set, at most ``seconds`` (None: no limit). (``asyncio.timeout`` rather
     than ``wait_for``: on Python 3.11 the latter can swallow a cancellation.)"""
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):

@@ -11,7 +11,7 @@ from ..runtime.retry import Backoff
 @dataclass(frozen=True)
 class RelayConfig:
     batch_size: int = 1000          # notifications per batch (one batch in flight per store)
-    poll_interval: float = 0.1      # seconds between reads of an idle store
+    poll_interval: float = 0.1      # seconds between reads of an idle store nobody hears (commits.py down)
     ack_timeout: float = 10.0       # a batch's acks must all arrive within this
     duplicate_window: float = 120.0  # the streams' Nats-Msg-Id dedupe window, seconds
     private_max_age: float = 24 * 3600.0   # seconds a private copy (down cards) is kept

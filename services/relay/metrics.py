@@ -11,6 +11,7 @@ from ..runtime.observability.metrics import Collect, Metric, Poll, by_label
 
 if TYPE_CHECKING:
     from .relay import Relay
+    from .store_relay import StoreRelay
 
 _HELP = {
     "events": "notifications relayed (their messages acked)",
@@ -35,8 +36,14 @@ def relay_metrics(relay: Relay) -> Collect:
 
 
 def relay_backlog(relay: Relay) -> Poll:
+    """A store is asked for its end only when the relay does not know it (an idle
+    relay that heard no commit since its last read knows it: no query, issue 20)."""
+    async def end_of(store: StoreRelay) -> int:
+        end = store.known_end()
+        return end if end is not None else await asyncio.to_thread(store.store.max_notification_id)
+
     async def read() -> dict[str, float]:
-        tops = await asyncio.gather(*(asyncio.to_thread(s.store.max_notification_id) for s in relay.stores))
+        tops = await asyncio.gather(*(end_of(s) for s in relay.stores))
         return {s.name: max(0, top - s.acked) for s, top in zip(relay.stores, tops, strict=True)}
 
     return Poll("relay_backlog_events", "events stored but not yet published, by store", "store", read)

@@ -19,7 +19,6 @@ from typing import Any
 import nats.errors
 
 from ..runtime.processes import process
-from ..wire import subjects
 from ..wire.dead_letters import DeadLetters, open_bucket
 from .bus import bus, pause, raise_if_cancelled
 from .config import RelayConfig
@@ -54,6 +53,7 @@ class Relay:
         loop = asyncio.get_running_loop()
         pauses = self.config.backoff.pauses()
         waker = asyncio.ensure_future(self._wake_on(stop))
+        listeners = [asyncio.ensure_future(s.commits.run()) for s in self.stores if s.commits is not None]
         try:
             while not stop.is_set():
                 raise_if_cancelled()
@@ -71,6 +71,9 @@ class Relay:
                     await pause(stop, backoff)
         finally:
             waker.cancel()
+            for listener in listeners:
+                listener.cancel()
+            await asyncio.gather(*listeners, return_exceptions=True)
 
     async def _wake_on(self, stop: asyncio.Event) -> None:
         await stop.wait()
@@ -110,8 +113,6 @@ class Relay:
                 dead_letters = DeadLetters(js, "relay", kv=await open_bucket(js, self.config.replicas))
                 publisher = Publisher(nc)
                 await publisher.start()
-                for store in self.stores:
-                    await nc.subscribe(subjects.relay_nudge(store.name), cb=store.on_nudge)
             self.connected.set()
             self.connected_at = asyncio.get_running_loop().time()
             lost_task = asyncio.ensure_future(lost.wait())

@@ -21,6 +21,7 @@ from eventsourcing.persistence import PersistenceError
 from ..store.port import EventStore, Notification
 from ..wire import subjects
 from .bus import bus, pause, raise_if_cancelled
+from .commits import Commits
 from .config import RelayConfig
 from .dead_letters import DeadLetter
 from .errors import BusError, Conflict, RelayError
@@ -45,10 +46,13 @@ class StoreStats:
 
 
 class StoreRelay:
-    """Relays one event store."""
+    """Relays one event store; ``commits``: its commits as they happen (None: a store
+    that does not notify, polled every ``poll_interval``)."""
 
-    def __init__(self, store: EventStore, name: str, config: RelayConfig = RelayConfig()):
+    def __init__(self, store: EventStore, name: str, config: RelayConfig = RelayConfig(),
+                 commits: Commits | None = None):
         self.store = store
+        self.commits = commits
         self.name = subjects.check_name(name)
         self.config = config
         self.outbox = Outbox(name, store.load, config.max_tables)
@@ -60,6 +64,7 @@ class StoreRelay:
         self.revision: int | None = None
         self.stats = StoreStats()
         self._recorded_at = 0.0
+        self._end: int | None = None    # the store's last notification id when last read to its end
         self._prepare_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
         reader = getattr(store, "notification_reader", None)
@@ -73,6 +78,7 @@ class StoreRelay:
         a second under live load, a thread hop each cost a fifth of its CPU); the
         messages are built here too unless a seat map must be loaded from the store
         first (a restart, a table met mid-stream): that goes to a thread."""
+        self._end = None
         if self._reader is not None:
             notes = await self._reader.read(start, limit)
         else:
@@ -82,6 +88,7 @@ class StoreRelay:
         else:
             messages, dead = await asyncio.to_thread(self._messages, notes)
         last = notes[-1].id if notes else start - 1
+        self._end = last if len(notes) < limit else None
         return Prepared(start, last, len(notes), messages, dead)
 
     def _messages(self, notes: Sequence[Notification]) -> tuple[list[Outgoing], list[DeadLetter]]:
@@ -102,16 +109,27 @@ class StoreRelay:
 
     @property
     def wake(self) -> asyncio.Event:
+        """Set at each commit to the store (and when the relay stops)."""
         if self._wake is None:
-            self._wake = asyncio.Event()
+            self._wake = self.commits.wake if self.commits is not None else asyncio.Event()
         return self._wake
 
-    async def on_nudge(self, _msg: Any) -> None:
-        self.wake.set()
+    def known_end(self) -> int | None:
+        """The store's last notification id without asking it: known while a listener
+        listens and no commit came since a read reached the end (None: ask)."""
+        if self.commits is None or not self.commits.listening or self.wake.is_set():
+            return None
+        return self._end
 
     async def _idle(self) -> None:
-        """Wait for a nudge; not longer than the position record may wait."""
-        wait = self.config.position_interval if self.unrecorded else self.config.poll_interval
+        """Wait for a commit; not longer than the position record may wait. Without
+        a listener (none, or its connection down) the store is polled."""
+        if self.unrecorded:
+            wait: float | None = self.config.position_interval
+        elif self.commits is not None and self.commits.listening:
+            wait = None
+        else:
+            wait = self.config.poll_interval
         await pause(self.wake, wait)
 
     # -- the loop
@@ -171,7 +189,7 @@ class StoreRelay:
 
     def _more_waiting(self, batch: Prepared) -> bool:
         """Whether the store is known to hold more: the batch was full, or a commit
-        nudged since it was read.  Otherwise the next read waits for a nudge (or the
+        was heard since it was read.  Otherwise the next read waits for one (or the
         poll): under live load a read straight after every batch found nothing half
         the time, a PostgreSQL round trip each (docs/design/relay.md)."""
         return batch.count >= self.config.batch_size or self.wake.is_set()
