@@ -32,26 +32,10 @@ from typing import Any
 
 import msgspec
 from studroom.domain.commands import Leave, SitDown, SitOut
-from studroom.domain.errors import (
-    ALREADY_LEAVING,
-    ALREADY_SEATED,
-    HAND_IN_PROGRESS,
-    MUST_SHOW,
-    NO_CHANGE,
-    SEAT_TAKEN,
-    UNKNOWN_SEAT,
-)
-from studroom.domain.events import (
-    AntePosted,
-    Event,
-    HandCancelled,
-    HandEnded,
-    HandStarted,
-    PlayerLeft,
-    PlayerSatDown,
-    SitOutChanged,
-    TurnStarted,
-)
+from studroom.domain.errors import (ALREADY_LEAVING, ALREADY_SEATED, HAND_IN_PROGRESS, MUST_SHOW, NO_CHANGE,
+                                    SEAT_TAKEN, UNKNOWN_SEAT)
+from studroom.domain.events import (AntePosted, Event, HandCancelled, HandEnded, HandStarted, PlayerLeft,
+                                    PlayerSatDown, SitOutChanged, TurnStarted)
 from studroom.domain.views import TableView
 
 from ..client.messages import decode_event
