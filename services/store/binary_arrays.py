@@ -1,5 +1,5 @@
-"""One-dimensional PostgreSQL arrays built in PostgreSQL's binary wire format, in one
-pass, for the append function's parameters.
+"""The append function's parameters: one-dimensional PostgreSQL arrays built in
+PostgreSQL's binary wire format, in one pass.
 
 psycopg dumps a Python list element by element in Python (it looks for each element's
 dumper, then frames it): with four arrays per batch that was a fifth of the table
@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import struct
 from itertools import chain, repeat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
+
+if TYPE_CHECKING:
+    from .port import Batch, Snapshot
 
 # Type oids (pg_type): the element's and the array's.
 _TEXT, _TEXT_ARRAY = 25, 1009
@@ -61,6 +65,28 @@ def text_array(items: Sequence[str]) -> TextArray:
 def int8_array(items: Sequence[int]) -> Int8Array:
     body = struct.pack("!" + "iq" * len(items), *chain.from_iterable(zip(repeat(8), items)))
     return Int8Array(_header(_INT8, len(items)) + body)
+
+
+def append_arguments(batch: Batch, snapshots: Sequence[Snapshot], encode: Callable[[Any], tuple[str, bytes]],
+                     wait: str) -> tuple[Any, ...] | None:
+    """The append function's arguments for a checked batch (events and snapshots as
+    columns, ``wait`` its lock timeout), or None when there is nothing to write."""
+    ids: list[str] = []
+    versions: list[int] = []
+    topics: list[str] = []
+    states: list[bytes] = []
+    for stream_id, expected, events in batch:
+        ids += [stream_id] * len(events)
+        versions += range(expected + 1, expected + 1 + len(events))
+        for event in events:
+            topic, state = encode(event)
+            topics.append(topic)
+            states.append(state)
+    if not ids and not snapshots:
+        return None
+    return (text_array(ids), int8_array(versions), text_array(topics), bytea_array(states), wait,
+            text_array([s.stream_id for s in snapshots]), int8_array([s.version for s in snapshots]),
+            text_array([s.format for s in snapshots]), bytea_array([s.state for s in snapshots]))
 
 
 class _ArrayDumper(Dumper):

@@ -52,6 +52,9 @@ class InMemoryEventStore:
                 if old is None or old.format != snapshot.format or old.version < snapshot.version:
                     self._snapshots[snapshot.stream_id] = snapshot
 
+    async def append_async(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
+        self.append(batch, snapshots)       # a dict never waits
+
     def load_latest(self, stream_ids: Sequence[str], format: str | None) -> dict[str, Latest]:
         found = {}
         for stream_id in dict.fromkeys(stream_ids):

@@ -68,6 +68,11 @@ class EventStore(Protocol):
         stream's snapshot (unless that one is of a later version in the same format)."""
         ...
 
+    async def append_async(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
+        """``append`` awaited in the running event loop: the same transaction and
+        refusals, and no blocking of the loop (nor a worker thread)."""
+        ...
+
     def load_latest(self, stream_ids: Sequence[str], format: str | None) -> dict[str, Latest]:
         """For each stream (one read for all): its snapshot if it has one in
         ``format`` (None: none asked for), and its events after it (all without one)."""

@@ -9,6 +9,7 @@ docs/design/event-store.md.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
@@ -20,7 +21,8 @@ from eventsourcing.utils import get_topic, retry
 from psycopg import sql
 from psycopg.rows import tuple_row
 
-from .binary_arrays import bytea_array, int8_array, text_array
+from .async_append import RETRIES, RETRY_WAIT, AsyncAppender
+from .binary_arrays import append_arguments
 from .codec import MsgspecMapper, NullTranscoder
 from .port import (
     Batch,
@@ -96,6 +98,13 @@ def eventsourcing_env(
     }
 
 
+def _conflict(batch: Batch, lengths: dict[str, int]) -> VersionConflict:
+    """The refusal of a batch whose insert broke the primary key, naming every stream
+    of it that the stored ``lengths`` (or an earlier tuple of the batch) overlap."""
+    conflicts = conflicting(batch, lambda s, v: v <= lengths.get(s, 0))
+    return VersionConflict(conflicts[0] if conflicts else batch[0][0], conflicts)
+
+
 def _notifications(rows: list[Any], mapper: MsgspecMapper) -> list[Notification]:
     """Notifications from ``(id, stream, version, topic, state)`` rows."""
     decode = mapper.decode
@@ -111,7 +120,8 @@ class PostgresEventStore:
 
     The schema, table and append function are created when missing
     (``create_table=True``). Thread-safe: a pool of ``pool_size`` + ``max_overflow``
-    connections; call it from a thread pool of about that size.  A request waits
+    connections; call it from a thread pool of about that size (``append_async``:
+    from one event loop, on a connection of its own).  A request waits
     ``connect_timeout`` seconds for a connection; a lost one is replaced by attempts
     of ``reconnect_timeout`` seconds each (how it comes back after an outage:
     docs/design/event-store.md).
@@ -178,6 +188,7 @@ class PostgresEventStore:
             self._create_snapshots_table(database_url)
             self._create_append_function(database_url)
         self._database_url = database_url
+        self._connect_params = {"connect_timeout": 2, **_connection_params(database_url)}
         self._notifications_statement = sql.SQL(
             "SELECT notification_id, originator_id, originator_version, topic, state "
             "FROM {}.{} WHERE notification_id >= %s ORDER BY notification_id LIMIT %s"
@@ -196,48 +207,48 @@ class PostgresEventStore:
         ).format(sql.Identifier(schema, table))
 
     _append_query: bytes | None = None     # the append statement as sent (rendered on first use)
+    _appender: AsyncAppender | None = None
 
     def append(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
-        check_batch(batch)
-        check_snapshots(snapshots)
-        ids: list[str] = []
-        versions: list[int] = []
-        topics: list[str] = []
-        states: list[bytes] = []
-        encode = self.mapper.encode
-        for stream_id, expected, events in batch:
-            ids += [stream_id] * len(events)
-            versions += range(expected + 1, expected + 1 + len(events))
-            for event in events:
-                topic, state = encode(event)
-                topics.append(topic)
-                states.append(state)
-        if not ids and not snapshots:
+        values = self._append_values(batch, snapshots)
+        if values is None:
             return
         try:
-            self._insert(ids, versions, topics, states, snapshots)
+            self._insert(values)
         except IntegrityError as error:
-            lengths = self._stored_lengths(batch)
-            conflicts = conflicting(batch, lambda s, v: v <= lengths.get(s, 0))
-            raise VersionConflict(conflicts[0] if conflicts else batch[0][0], conflicts) from error
+            raise _conflict(batch, self._stored_lengths(batch)) from error
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def _insert(self, ids: list[str], versions: list[int], topics: list[str], states: list[bytes],
-                snapshots: Sequence[Snapshot]) -> None:
+    async def append_async(self, batch: Batch, snapshots: Sequence[Snapshot] = ()) -> None:
+        """``append`` awaited in the running event loop, on a connection of its own
+        (``async_append.py``): the same statement, transaction and refusals."""
+        values = self._append_values(batch, snapshots)
+        if values is None:
+            return
+        if self._appender is None:
+            self._appender = AsyncAppender(self._connect_params, self._render_append)
+        try:
+            await self._appender.execute(values)
+        except psycopg.IntegrityError as error:
+            raise _conflict(batch, await asyncio.to_thread(self._stored_lengths, batch)) from error
+
+    def _append_values(self, batch: Batch, snapshots: Sequence[Snapshot]) -> tuple[Any, ...] | None:
+        """The append function's arguments (checked, encoded), or None: nothing to write."""
+        check_batch(batch)
+        check_snapshots(snapshots)
+        return append_arguments(batch, snapshots, self.mapper.encode, self._lock_timeout)
+
+    def _render_append(self, conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bytes:
+        """The append statement as sent, rendered once (not at every call)."""
+        if self._append_query is None:
+            self._append_query = self._append_statement.as_bytes(conn)
+        return self._append_query
+
+    @retry((InterfaceError, OperationalError), max_attempts=RETRIES, wait=RETRY_WAIT)
+    def _insert(self, values: tuple[Any, ...]) -> None:
         """One call of the append function (the retries are eventsourcing's own for
         ``insert_events``: a broken pooled connection is replaced)."""
-        snapshot_columns = (
-            [s.stream_id for s in snapshots], [s.version for s in snapshots],
-            [s.format for s in snapshots], [s.state for s in snapshots],
-        )
-        params = (text_array(ids), int8_array(versions), text_array(topics), bytea_array(states),
-                  self._lock_timeout, text_array(snapshot_columns[0]), int8_array(snapshot_columns[1]),
-                  text_array(snapshot_columns[2]), bytea_array(snapshot_columns[3]))
         with self.datastore.get_connection() as conn:
-            query = self._append_query
-            if query is None:   # rendered once, not at every call
-                query = self._append_query = self._append_statement.as_bytes(conn)
-            conn.execute(query, params, prepare=True)
+            conn.execute(self._render_append(conn), values, prepare=True)
 
     def _create_snapshots_table(self, database_url: str) -> None:
         """``{schema}.{table}_snapshots``: one row per stream, its latest snapshot (not
@@ -286,7 +297,7 @@ class PostgresEventStore:
         decode = self.mapper.decode
         return [decode(row.topic, row.state) for row in rows]
 
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    @retry((InterfaceError, OperationalError), max_attempts=RETRIES, wait=RETRY_WAIT)
     def load_latest(self, stream_ids: Sequence[str], format: str | None) -> dict[str, Latest]:
         """Two statements for all the streams: their snapshots, then the events after them."""
         ids = list(dict.fromkeys(stream_ids))
@@ -320,6 +331,8 @@ class PostgresEventStore:
         return NotificationReader(self._database_url, self._notifications_statement, self.mapper)
 
     def close(self) -> None:
+        if self._appender is not None:
+            self._appender.close()
         self.datastore.close()
 
     def __enter__(self) -> Self:

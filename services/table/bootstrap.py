@@ -112,7 +112,7 @@ async def serve_table(
         for j in range(stores):
             store = await asyncio.to_thread(
                 PostgresEventStore, where.url(j), schema=store_schema(j, schema_prefix),
-                pool_size=2, max_overflow=2,
+                pool_size=1, max_overflow=2,   # reads only: appends go on its asyncio connection
             )
             opened.callback(store.close)
             event_stores.append(store)

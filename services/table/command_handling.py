@@ -9,8 +9,9 @@ optimistic concurrency; a conflict retries each command alone.  A ``ViewTable``
 request is answered with the table as its sender may see it.  The steps, the error
 codes and the retry rules: docs/design/table-service.md.
 
-Not thread-safe: one thread per handler (the table service runs each store's
-handler on its own single worker thread).
+Its steps yield their store calls (``store_calls.py``): ``handle_batch`` makes them
+blocking, ``handle_batch_async`` in the event loop (the table service's worker).  Not
+thread-safe: one batch at a time.
 """
 
 from __future__ import annotations
@@ -31,30 +32,10 @@ from studroom.domain.table import Table
 from studroom.domain.views import seat_of, table_view
 
 from ..store.port import EventStore, Snapshot, VersionConflict
-from ..wire.protocol import (
-    BAD_REQUEST,
-    CONFLICT,
-    INTERNAL,
-    UNKNOWN_TABLE,
-    Reply,
-    ViewTable,
-    refusal,
-)
-from .loading import (
-    SNAPSHOT_EVERY,
-    Loaded,
-    load_table,
-    load_tables,
-    snapshot_due,
-    snapshot_of,
-)
-from .request_decoding import (
-    BadRequest,
-    Request,
-    Submission,
-    check_request,
-    decode_request,
-)
+from ..wire.protocol import BAD_REQUEST, CONFLICT, INTERNAL, UNKNOWN_TABLE, Reply, ViewTable, refusal
+from .loading import SNAPSHOT_EVERY, Loaded, load_table, load_tables, snapshot_due, snapshot_of
+from .request_decoding import BadRequest, Request, Submission, check_request, decode_request
+from .store_calls import Call, Steps, run_awaited, run_blocking
 
 log = logging.getLogger(__name__)
 
@@ -150,21 +131,21 @@ class CommandHandler:
         while len(self.cache) > self.cache_size:
             self.cache.popitem(last=False)
 
-    def _load(self, table_id: str) -> Loaded:
+    def _load(self, table_id: str) -> Steps[Loaded]:
         """A table not in the cache: from its snapshot and the events after it."""
-        loaded = load_table(self.store, table_id, snapshots=self.snapshot_every > 0)
+        loaded = yield Call(load_table, (self.store, table_id, self.snapshot_every > 0))
         self.stats.loads += 1
         self.stats.replayed += loaded.replayed
         return loaded
 
-    def _preload(self, table_ids: Sequence[str]) -> dict[str, Loaded]:
+    def _preload(self, table_ids: Sequence[str]) -> Steps[dict[str, Loaded]]:
         """The tables of a batch that are not in the cache, in one read of the store
         (past the cache, most of them); after a failure each loads on its own."""
         missing = [t for t in dict.fromkeys(table_ids) if t not in self.cache]
         if len(missing) < 2:
             return {}
         try:
-            loaded = load_tables(self.store, missing, snapshots=self.snapshot_every > 0)
+            loaded = yield Call(load_tables, (self.store, missing, self.snapshot_every > 0))
         except Exception:   # noqa: BLE001
             log.exception("loading %d tables at once failed", len(missing))
             return {}
@@ -186,6 +167,14 @@ class CommandHandler:
         return self.handle_batch([Submission(table_id, message, by)])[0].reply
 
     def handle_batch(self, items: Sequence[Submission]) -> list[Outcome]:
+        """:meth:`_batch`, the store called in this thread."""
+        return run_blocking(self._batch(items))
+
+    async def handle_batch_async(self, items: Sequence[Submission]) -> list[Outcome]:
+        """:meth:`_batch` in the running event loop (the append awaited, no thread)."""
+        return await run_awaited(self._batch(items))
+
+    def _batch(self, items: Sequence[Submission]) -> Steps[list[Outcome]]:
         """Execute every command and append all their events in one transaction.
 
         Commands of the same table run one after the other in item order (each on the
@@ -196,7 +185,7 @@ class CommandHandler:
         requests: list[Request | None] = [None] * len(items)
         staged: dict[str, _Staged] = {}
         versions: list[int] = [0] * len(items)
-        preloaded = self._preload([item.table_id for item in items])
+        preloaded = yield from self._preload([item.table_id for item in items])
         for i, (table_id, message, sender) in enumerate(items):
             self.stats.commands += 1
             try:
@@ -210,7 +199,7 @@ class CommandHandler:
                 self.stats.refused += 1
                 continue
             requests[i] = request
-            outcome = self._stage(table_id, request, sender, staged, preloaded)
+            outcome = yield from self._stage(table_id, request, sender, staged, preloaded)
             if outcome is not None:
                 outcomes[i] = outcome
             else:
@@ -219,12 +208,12 @@ class CommandHandler:
         if batch:
             snapshots = self._snapshots(staged)
             try:
-                self.store.append(batch, snapshots)
+                yield self._append(batch, snapshots)
             except VersionConflict as conflict:
                 self.stats.conflicts += 1
                 log.info("version conflict on %s: retrying %d commands one by one",
                          conflict.stream_ids, sum(r is not None for r in requests))
-                return self._retry_alone(items, requests, outcomes, staged)
+                return (yield from self._retry_alone(items, requests, outcomes, staged))
             except Exception:   # noqa: BLE001 (the store failed: nothing is known to be written)
                 log.exception("append of %d tables failed", len(batch))
                 self.stats.internal_errors += 1
@@ -250,14 +239,14 @@ class CommandHandler:
         return result
 
     def _stage(self, table_id: str, request: Request, sender: Sender | None,
-               staged: dict[str, _Staged], preloaded: dict[str, Loaded] | None = None) -> Outcome | None:
+               staged: dict[str, _Staged], preloaded: dict[str, Loaded] | None = None) -> Steps[Outcome | None]:
         """Execute one command into ``staged``; an Outcome if it is refused (or is a view)."""
         s = staged.get(table_id)
         if s is None:
             cached = self.cache.get(table_id)
             try:
                 found = (preloaded or {}).pop(table_id, None)
-                table, replayed = (cached, 0) if cached is not None else found or self._load(table_id)
+                table, replayed = (cached, 0) if cached is not None else found or (yield from self._load(table_id))
             except Exception:   # noqa: BLE001
                 log.exception("loading table %s failed", table_id)
                 self.stats.internal_errors += 1
@@ -279,7 +268,7 @@ class CommandHandler:
             except DomainError:
                 if not (self.verify_refusals and not s.from_store and not s.events):
                     raise
-                fresh = self.store.load(table_id, after_version=table.version)
+                fresh = yield Call(self.store.load, (table_id, table.version))
                 if not fresh:
                     raise
                 log.info("table %s was %d events behind the store: caught up", table_id, len(fresh))
@@ -305,6 +294,9 @@ class CommandHandler:
         if self.auto_start and _moves_on(table):
             s.events.extend(self._next_hand(table_id, table, s))
         return None
+
+    def _append(self, batch: list[tuple[str, int, list]], snapshots: list[Snapshot]) -> Call:
+        return Call(self.store.append, (batch, snapshots), self.store.append_async)
 
     def _next_hand(self, table_id: str, table: Table, s: _Staged) -> list:
         """The next hand's events: StartHand with a fresh seed, or, with ``pause_ms > 0``
@@ -338,7 +330,7 @@ class CommandHandler:
         requests: list[Request | None],
         outcomes: list[Outcome | None],
         staged: dict[str, _Staged],
-    ) -> list[Outcome]:
+    ) -> Steps[list[Outcome]]:
         """After a conflict in a batch: every table of it reloaded, every command
         executed and appended on its own (a second conflict: reload, retry once)."""
         for table_id in staged:
@@ -353,14 +345,14 @@ class CommandHandler:
                 continue
             for attempt in range(2):
                 one: dict[str, _Staged] = {}
-                outcome = self._stage(table_id, request, sender, one)
+                outcome = yield from self._stage(table_id, request, sender, one)
                 if outcome is not None:
                     break
                 s = one[table_id]
                 try:
                     if s.events:
                         snapshots = self._snapshots(one)
-                        self.store.append([(table_id, s.expected, s.events)], snapshots)
+                        yield self._append([(table_id, s.expected, s.events)], snapshots)
                         self.stats.snapshots += len(snapshots)
                         self.stats.appends += 1
                         self.stats.events += len(s.events)

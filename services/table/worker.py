@@ -1,11 +1,12 @@
 """Group commit: one worker per event store runs the commands of many tables in one
 append.
 
-Commands queue per table; while a batch is executed and committed (on the worker's
-one thread), new ones queue up, and the next batch takes one command of every table
-that has one waiting (a table's commands run one at a time, in arrival order), runs
-them through :meth:`CommandHandler.handle_batch` (one append, one commit) and only
-then replies.  After a commit it nudges the relay.  It keeps no timers: a pause
+Commands queue per table; while a batch is executed and committed (in the event
+loop, the append awaited on the store's own asyncio connection: no worker thread),
+new ones queue up, and the next batch takes one command of every table that has one
+waiting (a table's commands run one at a time, in arrival order), runs them through
+:meth:`CommandHandler.handle_batch_async` (one append, one commit) and only then
+replies.  After a commit it nudges the relay.  It keeps no timers: a pause
 between hands is a stored turn the timer service ends (docs/design/timer.md).  See
 docs/design/table-service.md.
 """
@@ -17,7 +18,6 @@ import contextlib
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import msgspec
@@ -89,7 +89,7 @@ class StoreWorker:
         self._busy: dict[str, _Item] = {}
         self._wake = asyncio.Event()
         self._progress = asyncio.Condition()
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"studroom-{name}")
+        self._running = asyncio.Lock()      # held by a batch, and by a cache drop between batches
         self._task: asyncio.Task[None] | None = None
         self._closing = False
 
@@ -155,11 +155,9 @@ class StoreWorker:
 
     async def drop_cache(self, partition: int) -> None:
         """Forget the cached tables of ``partition`` (after any running batch)."""
-        loop = asyncio.get_running_loop()
         n = self.partitions
-        await loop.run_in_executor(
-            self._executor, self.handler.drop_where, lambda t: partition_of(t, n) == partition
-        )
+        async with self._running:
+            self.handler.drop_where(lambda t: partition_of(t, n) == partition)
 
     async def close(self) -> None:
         """Finish the queued commands, then stop."""
@@ -170,7 +168,6 @@ class StoreWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        self._executor.shutdown(wait=True)
 
     # -- the loop
 
@@ -185,7 +182,6 @@ class StoreWorker:
                 self._wake.set()
 
     async def _drain_ready(self) -> None:
-        loop = asyncio.get_running_loop()
         while self._ready:
             batch: list[_Item] = []
             while self._ready and len(batch) < self.max_batch:
@@ -205,10 +201,9 @@ class StoreWorker:
                 continue
             appends = self.handler.stats.appends
             try:
-                outcomes = await loop.run_in_executor(
-                    self._executor, self.handler.handle_batch,
-                    [Submission(i.table_id, i.request, i.sender) for i in batch],
-                )
+                async with self._running:
+                    outcomes = await self.handler.handle_batch_async(
+                        [Submission(i.table_id, i.request, i.sender) for i in batch])
             except Exception:   # noqa: BLE001 (handle_batch catches; belt and braces)
                 log.exception("batch of %d commands failed", len(batch))
                 outcomes = [Outcome(refusal(INTERNAL, "internal error"))] * len(batch)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from collections.abc import Iterator
@@ -321,3 +322,44 @@ def test_load_latest_reads_snapshots_and_the_events_after_them(new_store: Any) -
     assert found["t1"] == Latest(Snapshot("t1", 1, "f", b"t1@1"), hand[1:2])
     assert found["t2"] == Latest(None, hand) and found["nowhere"] == Latest(None, [])
     assert store.load_latest(["t1"], None)["t1"] == Latest(None, hand[:2])     # no snapshot asked for
+
+
+@both
+def test_append_async_is_the_same_append(new_store: Any) -> None:
+    """The table service's append, awaited in an event loop (each ``asyncio.run`` is
+    another loop: the store follows it)."""
+    store = new_store()
+    hand = [Anted(seat=1, amount=5), CardDealt(seat=1, card="As")]
+    asyncio.run(store.append_async([("t1", 0, hand), ("t2", 0, hand[:1]), ("t1", 2, hand[1:])],
+                                   [Snapshot("t2", 1, "f", b"t2@1")]))
+    asyncio.run(store.append_async([]))                                  # nothing to write
+    assert store.load("t1") == [*hand, hand[1]] and store.load("t2") == hand[:1]
+    assert _kept(store, "t2", "f") == Snapshot("t2", 1, "f", b"t2@1")
+    with pytest.raises(VersionConflict) as conflict:
+        asyncio.run(store.append_async([("t3", 0, hand), ("t2", 0, hand), ("t1", 1, hand)]))
+    assert conflict.value.stream_ids == ("t2", "t1")
+    assert store.load("t3") == [] and store.max_notification_id() == 4   # nothing of the batch
+    asyncio.run(store.append_async([("t3", 0, hand)]))
+    assert [(n.stream_id, n.version) for n in store.read_notifications(5, 10)] == [("t3", 1), ("t3", 2)]
+
+
+def test_append_async_notifies_and_outlives_its_connection(database_url: str, schemas: list[str]) -> None:
+    """The projectors' NOTIFY comes with an awaited append too; a connection lost
+    between two appends is opened again (the append retries)."""
+    schemas.append(schema := f"es_{uuid.uuid4().hex[:10]}")
+    with PostgresEventStore(database_url, schema=schema) as store, \
+            psycopg.connect(database_url, autocommit=True) as listener:
+        listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.recorder.channel_name)))
+
+        async def main() -> None:
+            await store.append_async([("t1", 0, [Anted(1, 5)])])
+            assert [n.channel for n in listener.notifies(timeout=10, stop_after=1)] == [store.recorder.channel_name]
+            with psycopg.connect(database_url, autocommit=True) as admin:   # the appender's backend killed
+                killed = admin.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND query LIKE %s", (f"%{schema}%_append%",)).fetchone()
+            assert killed == (1,)
+            await store.append_async([("t1", 1, [Anted(2, 5)])])
+
+        asyncio.run(main())
+        assert store.load("t1") == [Anted(1, 5), Anted(2, 5)]

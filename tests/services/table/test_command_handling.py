@@ -38,17 +38,27 @@ class CountingStore:
         self.delay = delay
         self.fail_next: Exception | None = None
         self.before_append: Any = None
+        self.loop_threads: set[int] = set()                   # threads that awaited an append
         self._lock = threading.Lock()
 
     def append(self, batch: Any, snapshots: Any = ()) -> None:
+        if self.delay:
+            time.sleep(self.delay)
+        self._write(batch, snapshots)
+
+    async def append_async(self, batch: Any, snapshots: Any = ()) -> None:
+        if self.delay:
+            await asyncio.sleep(self.delay)          # a commit that takes a while, the loop free
+        self.loop_threads.add(threading.get_ident())
+        self._write(batch, snapshots)
+
+    def _write(self, batch: Any, snapshots: Any) -> None:
         if self.before_append is not None:
             hook, self.before_append = self.before_append, None
             hook()
         if self.fail_next is not None:
             error, self.fail_next = self.fail_next, None
             raise error
-        if self.delay:
-            time.sleep(self.delay)
         self.inner.append(batch, snapshots)
         with self._lock:
             self.appends.append([(s, e, len(ev)) for s, e, ev in batch])
@@ -395,6 +405,32 @@ def test_the_worker_groups_concurrent_commands_and_serialises_a_table() -> None:
     assert len(store.appends) - before <= 4          # 16 writes, about 2 commits
     for t in tables:
         assert replayed(store, t).seats[3].player == f"{t}-a"
+
+
+def test_the_worker_awaits_the_append_in_its_loop_with_the_same_rules(store: CountingStore) -> None:
+    """No worker thread: the append is awaited in the service's loop; a failed append
+    and a conflict are answered as by the blocking path."""
+    a = CommandHandler(store, clock=clock, seed=seeded)
+    b = CommandHandler(store, clock=clock, seed=seeded)
+    for t in ("t1", "t2"):
+        open_table(a, t)
+
+    async def main() -> list[protocol.Reply]:
+        worker = StoreWorker(a)
+        worker.start()
+        replies = [await worker.submit("t1", 0, SitDown(seat=4, player="w"))]      # type: ignore[misc]
+        store.fail_next = RuntimeError("database down")
+        replies.append(await worker.submit("t1", 0, SitDown(seat=5, player="x")))  # type: ignore[misc]
+        b.handle("t2", SitDown(seat=5, player="y"))                                # a's t2 is stale now
+        replies.append(await worker.submit("t2", 0, SitDown(seat=6, player="z")))  # type: ignore[misc]
+        await worker.close()
+        assert store.loop_threads == {threading.get_ident()}
+        return replies
+
+    ok, failed, retried = asyncio.run(main())
+    assert ok.ok and refused(failed) == protocol.INTERNAL and retried.ok
+    assert "t1" not in a.cache and 5 not in replayed(store, "t1").seats           # nothing half-applied
+    assert a.stats.conflicts == 1 and sorted(replayed(store, "t2").seats) == [0, 1, 5, 6]
 
 
 # ------------------------------------------------------------------ partitions
