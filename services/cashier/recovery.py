@@ -7,10 +7,12 @@ it may (:meth:`.saga.BuyInSaga.resume`): its own (left by a crash of this instan
 or unanswered by the table: again after a pause growing from 1 s to 30 s), and another
 instance's once that one has not claimed it for the take-over time.
 
-The log is read when a commit to the store is heard (every instance's appends NOTIFY
-it: :class:`..relay.commits.Commits`), not every second: with no buy-in in flight and
-nothing written, an instance does nothing at all (issue 20).  Without a listener (none,
-or its connection down) the log is read every second as before.
+The log is read only when a commit was heard in the store's database since the last
+read (:class:`..relay.commits.Commits`: every instance's appends, and the table stores'
+too, which share the channel), at most every second: with no buy-in in flight and
+nothing written, an instance does nothing at all (issue 20); under play it reads every
+second as before.  Without a listener (none, or its connection down) it reads every
+second as before.
 """
 
 from __future__ import annotations
@@ -140,14 +142,4 @@ class Recovery:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), self.every)
             if commits is not None and commits.listening and not self.open.in_flight:
-                await _first(stop, commits.wake)
-
-
-async def _first(*events: asyncio.Event) -> None:
-    """Wait until one of ``events`` is set."""
-    waits = [asyncio.ensure_future(e.wait()) for e in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
+                await commits.wait(stop)

@@ -6,7 +6,7 @@ connection and the cashier's event store (docs/design/cashier.md).
 - ``PlayerLeft`` from the public stream through the shared durable consumer
   (:mod:`.cash_outs`), once the relay has created the stream;
 - the buy-ins left open that this instance may finish (:mod:`.recovery`): every second
-  while any is in flight, otherwise when a commit to the store is heard.
+  while any is in flight, otherwise when a commit is heard in its database.
 """
 
 from __future__ import annotations

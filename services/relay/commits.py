@@ -1,12 +1,15 @@
-"""A PostgreSQL event store's commits as they happen: every append NOTIFYs the store's
+"""Commits heard as they happen: every append to a PostgreSQL event store NOTIFYs its
 channel (``store/postgres.py``, eventsourcing's convention), and :class:`Commits`
 LISTENs to it on a connection of its own and sets an event at each one.
 
-So a reader that waits on it (the relay, the cashier's recovery) reads the store when
-something was written, never on a timer: an idle room makes no reads. While the
-connection is down (``listening`` false) the reader polls as before; the event is set
-when the state changes either way, so that a waiter looks again (and reads what was
-committed while nobody listened).
+The channel is the events table's name, ``events`` in every schema: a listener hears
+every store of its database (the table stores' and the cashier's), not just its own.
+So it tells a reader (the relay, the cashier's recovery) *whether* to read, not that
+its store moved: a reader that heard nothing since its last read has nothing to read,
+and an idle room makes no reads (issue 20); one that heard something reads as often as
+it polled before. While the connection is down (``listening`` false) the reader polls
+as before; the event is set when the state changes either way, so that a waiter looks
+again (and reads what was committed while nobody listened).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import logging
 from typing import Any
 
 import psycopg
-from psycopg import sql
+from psycopg import generators, sql
 
 from ..runtime.retry import RECONNECT
 
@@ -24,10 +27,13 @@ log = logging.getLogger(__name__)
 
 # A connection that dies without a word (a network cut) is noticed in about 20 s.
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 3, "keepalives_count": 3}
+# How often the wait for a notification wakes for nothing. psycopg's own ``notifies()``
+# wakes every 0.1 s (to notice a Ctrl-C): a poll of its own, ten loop turns a second.
+QUIET_WAKE = 3600.0
 
 
 class Commits:
-    """Sets ``wake`` at every commit to the store whose channel is ``channel``."""
+    """Sets ``wake`` at every commit NOTIFYing ``channel`` (every store of the database)."""
 
     def __init__(self, database_url: str, channel: str) -> None:
         self.database_url = database_url
@@ -43,6 +49,15 @@ class Commits:
         recorder = getattr(store, "recorder", None)
         channel = getattr(recorder, "channel_name", None)
         return cls(database_url, channel) if isinstance(channel, str) else None
+
+    async def wait(self, other: asyncio.Event) -> None:
+        """Until a commit is heard (or the listener stops or starts) or ``other`` is set."""
+        waits = [asyncio.ensure_future(self.wake.wait()), asyncio.ensure_future(other.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     async def run(self) -> None:
         """Listen until cancelled, connecting again after a failure."""
@@ -65,6 +80,8 @@ class Commits:
             await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self.listening = True
             self.wake.set()             # what was committed while nobody listened
-            async for _ in conn.notifies():
-                self.heard += 1
-                self.wake.set()
+            while True:
+                heard = await conn.wait(generators.notifies(conn.pgconn), interval=QUIET_WAKE)
+                if heard:
+                    self.heard += len(heard)
+                    self.wake.set()

@@ -22,6 +22,7 @@ _HELP = {
     "recoveries": "recoveries after a restart or an outage",
     "batches": "batches relayed",
     "records": "position records written",
+    "reads": "reads of the store's notification log",
 }
 
 

@@ -43,11 +43,12 @@ class StoreStats:
     recoveries: int = 0
     batches: int = 0
     records: int = 0            # position records written
+    reads: int = 0              # reads of the notification log (an idle relay that hears nothing makes none)
 
 
 class StoreRelay:
-    """Relays one event store; ``commits``: its commits as they happen (None: a store
-    that does not notify, polled every ``poll_interval``)."""
+    """Relays one event store; ``commits``: the commits heard in its database (None:
+    a store that does not notify, polled every ``poll_interval``)."""
 
     def __init__(self, store: EventStore, name: str, config: RelayConfig = RelayConfig(),
                  commits: Commits | None = None):
@@ -79,6 +80,7 @@ class StoreRelay:
         messages are built here too unless a seat map must be loaded from the store
         first (a restart, a table met mid-stream): that goes to a thread."""
         self._end = None
+        self.stats.reads += 1
         if self._reader is not None:
             notes = await self._reader.read(start, limit)
         else:
@@ -109,28 +111,42 @@ class StoreRelay:
 
     @property
     def wake(self) -> asyncio.Event:
-        """Set at each commit to the store (and when the relay stops)."""
+        """Set by the table service's nudge after a commit to this store, and when the
+        relay stops: read at once."""
         if self._wake is None:
-            self._wake = self.commits.wake if self.commits is not None else asyncio.Event()
+            self._wake = asyncio.Event()
         return self._wake
 
+    async def on_nudge(self, _msg: Any) -> None:
+        self.wake.set()
+
+    def _heard(self) -> bool:
+        """Whether a commit may have come since the last read: one was heard in the
+        store's database (this store's or another's: they share a channel), or nobody
+        listens."""
+        return self.commits is None or not self.commits.listening or self.commits.wake.is_set()
+
+    def _clear(self) -> None:
+        """Before a read: what wakes from now on is after it."""
+        self.wake.clear()
+        if self.commits is not None:
+            self.commits.wake.clear()
+
     def known_end(self) -> int | None:
-        """The store's last notification id without asking it: known while a listener
-        listens and no commit came since a read reached the end (None: ask)."""
-        if self.commits is None or not self.commits.listening or self.wake.is_set():
-            return None
-        return self._end
+        """The store's last notification id without asking it: known when no commit
+        was heard since a read reached the end (None: ask)."""
+        return None if self._heard() or self.wake.is_set() else self._end
 
     async def _idle(self) -> None:
-        """Wait for a commit; not longer than the position record may wait. Without
-        a listener (none, or its connection down) the store is polled."""
+        """Wait for a nudge; not longer than the position record may wait, nor than the
+        poll once a commit was heard (another store's, or a nudge lost). While none is
+        heard there is nothing to read: no poll (issue 20)."""
         if self.unrecorded:
-            wait: float | None = self.config.position_interval
-        elif self.commits is not None and self.commits.listening:
-            wait = None
-        else:
-            wait = self.config.poll_interval
-        await pause(self.wake, wait)
+            await pause(self.wake, self.config.position_interval)
+            return
+        if not self._heard():
+            await self.commits.wait(self.wake)  # type: ignore[union-attr]  # (heard: it listens)
+        await pause(self.wake, self.config.poll_interval)
 
     # -- the loop
 
@@ -164,7 +180,7 @@ class StoreRelay:
                     acks = await self._send(publisher, batch, present)
                     present = set()
                     if not stop.is_set() and self._more_waiting(batch):
-                        self.wake.clear()      # read the next batch while the acks come in
+                        self._clear()          # read the next batch while the acks come in
                         prefetch = asyncio.ensure_future(
                             self.prepare(batch.last_id + 1, self.config.batch_size)
                         )
@@ -181,7 +197,7 @@ class StoreRelay:
                 if self._record_due():
                     await self._record(kv)
                 await self._idle()             # at once when nudged meanwhile
-                self.wake.clear()
+                self._clear()
                 batch = await self.prepare(self.acked + 1, self.config.batch_size)
         finally:
             if prefetch is not None:
@@ -189,7 +205,7 @@ class StoreRelay:
 
     def _more_waiting(self, batch: Prepared) -> bool:
         """Whether the store is known to hold more: the batch was full, or a commit
-        was heard since it was read.  Otherwise the next read waits for one (or the
+        nudged since it was read.  Otherwise the next read waits for a nudge (or the
         poll): under live load a read straight after every batch found nothing half
         the time, a PostgreSQL round trip each (docs/design/relay.md)."""
         return batch.count >= self.config.batch_size or self.wake.is_set()
