@@ -196,7 +196,7 @@ class LeaseManager:
 
     async def _renew(self) -> None:
         """Every lease at once: the updates go out in one flush and their replies come
-        back together (one after the other cost about three times the CPU)."""
+        back together (one after the other cost about three times the CPU: table-service.md)."""
         import nats.js.errors as jserr
 
         me = self.instance_id.encode()
@@ -247,7 +247,7 @@ class LeaseManager:
     async def _keys(self) -> list[str]:
         """The keys present (deleted ones left out), in one request: the last message
         of every key by a batched direct get (NATS 2.11). ``kv.keys()`` made, asked and
-        deleted a consumer at every heartbeat, five times the CPU (issue 20)."""
+        deleted a consumer at every heartbeat, five times the CPU (issue 20, table-service.md)."""
         nc = self.js._nc  # type: ignore[attr-defined]  # the connection under nats-py's JetStream context
         inbox = nc.new_inbox()
         sub = await nc.subscribe(inbox)
