@@ -132,7 +132,7 @@ class Recovery:
         while not stop.is_set():
             read = commits is None or not commits.listening or commits.wake.is_set()
             if commits is not None:
-                commits.wake.clear()                 # a commit from now on is read next time
+                commits.take()                       # a commit from now on is read next time
             try:
                 await self.sweep(read)
             except Exception:

@@ -38,9 +38,10 @@ class Commits:
     def __init__(self, database_url: str, channel: str) -> None:
         self.database_url = database_url
         self.channel = channel
-        self.wake = asyncio.Event()
+        self.wake = asyncio.Event()     # set: a commit heard since the last take()
         self.listening = False
         self.heard = 0                  # notifications received (tests, metrics)
+        self._taken = asyncio.Event()
 
     @classmethod
     def of(cls, store: Any, database_url: str) -> Commits | None:
@@ -49,6 +50,11 @@ class Commits:
         recorder = getattr(store, "recorder", None)
         channel = getattr(recorder, "channel_name", None)
         return cls(database_url, channel) if isinstance(channel, str) else None
+
+    def take(self) -> None:
+        """Before a read: what is heard from now on wakes again."""
+        self.wake.clear()
+        self._taken.set()
 
     async def wait(self, other: asyncio.Event) -> None:
         """Until a commit is heard (or the listener stops or starts) or ``other`` is set."""
@@ -85,3 +91,8 @@ class Commits:
                 if heard:
                     self.heard += len(heard)
                     self.wake.set()
+                    # Nothing more to tell until the reader reads: what comes meanwhile is
+                    # read off the socket in one go after it (the cashier hears every
+                    # table commit; one by one they cost it more than its work).
+                    self._taken.clear()
+                    await self._taken.wait()

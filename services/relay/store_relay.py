@@ -130,7 +130,7 @@ class StoreRelay:
         """Before a read: what wakes from now on is after it."""
         self.wake.clear()
         if self.commits is not None:
-            self.commits.wake.clear()
+            self.commits.take()
 
     def known_end(self) -> int | None:
         """The store's last notification id without asking it: known when no commit
