@@ -31,7 +31,8 @@ from studroom.domain.events import TableEvent
 from studroom.domain.names import is_name
 from studroom.domain.views import TableView
 from studroom.services.wire import subjects
-from studroom.services.wire.pull import retry_later
+from studroom.services.wire import raw
+from studroom.services.wire.pull import delivery, ms_of, retry_later
 
 from .entry import LobbyEntry, decode, encode
 from .mirror import Mirror
@@ -105,8 +106,9 @@ class Folded:
 
 class Lanes:
     def __init__(self, js: Any, kv: Any, view_of: ViewOf, mirror: Mirror, stats: LaneStats | None = None,
-                 every: float = EVERY) -> None:
+                 every: float = EVERY, nc: Any = None) -> None:
         self.stream = PublicStream(js)
+        self.nc = nc                                          # the acks' connection (None: each msg.ack())
         self.every = every                                    # seconds between two batches of a table
         self.kv = kv
         self.view_of = view_of
@@ -120,15 +122,16 @@ class Lanes:
         self._tasks: set[asyncio.Task[None]] = set()
         mirror.damaged = self.heal
 
-    async def take(self, table_id: str, item: Item) -> None:
-        """Put ``item`` in its table's lane; return when it is acknowledged or given back."""
+    def take(self, table_id: str, item: Item) -> asyncio.Future[None]:
+        """Put ``item`` in its table's lane; its future is done when it is acknowledged or
+        given back."""
         queue = self._queues.get(table_id)
         if queue is not None:
             queue.append(item)
         else:
             self._queues[table_id] = [item]
             self._open(table_id)
-        await item.done
+        return item.done
 
     def heal(self, table_id: str) -> None:
         """Look at the table's value again with nothing new to apply (the mirror found it
@@ -271,8 +274,7 @@ class Lanes:
         return True
 
     async def _answer(self, folded: Folded) -> None:
-        for item in folded.done:
-            await item.msg.ack()
+        await raw.ack(self.nc, [item.msg for item in folded.done])
         for item in folded.waiting:
             await retry_later(item.msg)
         self.stats.waited += len(folded.waiting)
@@ -361,10 +363,11 @@ def _version(entry: LobbyEntry | None) -> int:
     return entry.version if entry is not None else 0
 
 
-def item_of(msg: Any, at_ms: int) -> tuple[str, Item] | None:
-    """The table and lane item of a public message; None when it says no version."""
-    version = version_of(msg.headers)
-    if version is None:
+def item_of(msg: Any) -> tuple[str, Item] | None:
+    """The table and lane item of a public message; None when it says no version (or
+    is no JetStream delivery)."""
+    version, known = version_of(msg.headers), delivery(msg)
+    if version is None or known is None:
         return None
     table_id = subjects.table_of_public(msg.subject)
-    return table_id, Item(version, msg.metadata.sequence.stream, at_ms, msg.data, msg)
+    return table_id, Item(version, known.seq, ms_of(known.stored_ns), msg.data, msg)

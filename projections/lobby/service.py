@@ -20,6 +20,7 @@ import logging
 import re
 import socket
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -28,7 +29,7 @@ from studroom.services.client.table import TableClient
 from studroom.services.wire import subjects
 from studroom.services.wire.declared import ensure_consumer, wait_for_stream
 from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
-from studroom.services.wire.pull import PullLoop, stamp_ms
+from studroom.services.wire.pull import PullLoop
 
 from .jetstream import consumer_config, consumer_name, ensure_bucket
 from .lanes import EVERY, Lanes, LaneStats, item_of
@@ -97,7 +98,7 @@ class LobbyService:
         if not await wait_for_stream(self.js, subjects.PUBLIC_STREAM, stop):
             return False
         await ensure_consumer(self.js, subjects.PUBLIC_STREAM, consumer_config(self.instance_id))
-        self.lanes = Lanes(self.js, self.kv, self._view_of, self.mirror, self.stats.lanes, self.every)
+        self.lanes = Lanes(self.js, self.kv, self._view_of, self.mirror, self.stats.lanes, self.every, self.nc)
         return True
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -131,15 +132,16 @@ class LobbyService:
         if self.loop is not None:
             self.loop.reset()
 
-    async def _on_public(self, msg: Any) -> None:
+    def _on_public(self, msg: Any) -> Awaitable[None]:
+        """The message into its table's lane: done when it is acknowledged or given back
+        (a future, not a coroutine: the pull loop needs no task for it)."""
         assert self.lanes is not None
-        placed = item_of(msg, stamp_ms(msg) or 0)
+        placed = item_of(msg)
         if placed is None:
             self.stats.bad += 1
             log.warning("public message on %s without a version: skipped", msg.subject)
-            await msg.ack()
-            return
-        await self.lanes.take(*placed)
+            return asyncio.ensure_future(msg.ack())
+        return self.lanes.take(*placed)
 
     async def _on_query(self, msg: Any) -> None:
         if await self.door.enter(msg) is None:      # not the asker's own inbox, or beyond his quota

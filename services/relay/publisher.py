@@ -11,6 +11,7 @@ from typing import Any, Final
 import msgspec
 
 from ..wire import subjects
+from ..wire.raw import raw_writer, wrote
 from .errors import BusError
 from .outbox import Outgoing
 
@@ -78,15 +79,6 @@ class Acks:
             self.done.set_exception(error)
 
 
-def _raw_writer(nc: Any) -> Any:
-    """The connection's own protocol writer (nats-py's ``_send_command``), or None
-    (another client, a test's stand-in): then each message goes through ``publish``."""
-    send = getattr(nc, "_send_command", None)
-    if callable(send) and callable(getattr(nc, "_flush_pending", None)) and isinstance(getattr(nc, "stats", None), dict):
-        return send
-    return None
-
-
 def _hpub(m: Outgoing, reply: str) -> bytes | None:
     """The message as nats-py's ``publish`` would put it on the wire (``HPUB``), built
     in one go; None when a subject or header would need its checks (a space, a line
@@ -132,7 +124,7 @@ class Publisher:
         """Publish ``messages`` (but those whose id is in ``skip``); ``acks`` counts
         their acknowledgements."""
         publish, waiting, prefix = self.nc.publish, self._waiting, self.prefix
-        raw = _raw_writer(self.nc)
+        raw = raw_writer(self.nc)
         if raw is not None and not self.nc.is_connected:
             raise BusError("publish: not connected to NATS")
         written = size = 0
@@ -152,9 +144,7 @@ class Publisher:
                 written += 1
                 size += len(m.payload)
         if written:
-            self.nc.stats["out_msgs"] += written
-            self.nc.stats["out_bytes"] += size
-            await self.nc._flush_pending()   # noqa: SLF001 (wake the connection's flusher once)
+            await wrote(self.nc, written, size)
         if acks.left == 0 and not acks.done.done():
             acks.done.set_result(None)
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import functools
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, NamedTuple
 
 import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -42,9 +44,42 @@ def backoff(delivered: int) -> float:
     return min(FIRST_RETRY * 2 ** (max(delivered, 1) - 1), LAST_RETRY)
 
 
+class Delivery(NamedTuple):
+    """What a JetStream delivery's reply subject says (nats-py's ``msg.metadata``
+    without its datetime and frozen dataclasses, a good part of a message's cost in
+    the pull loop: issue 20)."""
+
+    delivered: int          # how often the server has delivered it
+    seq: int                # its sequence in the stream
+    stored_ns: int          # when JetStream stored it, ns since the epoch
+
+
+def delivery(msg: Any) -> Delivery | None:
+    """The delivery ``msg`` is, from its reply subject (None: not a JetStream ack subject):
+    ``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<stored>.<pending>``,
+    or with ``<domain>.<account hash>.`` after ``$JS.ACK.`` (and a token more at the end)."""
+    reply = getattr(msg, "reply", None)
+    tokens = reply.split(".") if reply else ()
+    if len(tokens) == 9:
+        first = 4
+    elif len(tokens) >= 11:
+        first = 6
+    else:
+        return None
+    if tokens[0] != "$JS" or tokens[1] != "ACK":
+        return None
+    try:
+        return Delivery(int(tokens[first]), int(tokens[first + 1]), int(tokens[first + 3]))
+    except ValueError:
+        return None
+
+
 def delivered(msg: Any) -> int:
     """How often the server has delivered ``msg`` (1 when it does not say)."""
-    try:
+    known = delivery(msg)
+    if known is not None:
+        return known.delivered or 1
+    try:                                          # another reply subject: nats-py's reading
         return msg.metadata.num_delivered or 1
     except Exception:  # noqa: BLE001 (not a JetStream message)
         return 1
@@ -89,15 +124,25 @@ def public_events_filter(event_types: Iterable[type]) -> list[str]:
 
 def stamp_ms(msg: Any) -> int | None:
     """When JetStream stored ``msg``, in ms since the epoch (None: not a JetStream message)."""
-    try:
+    known = delivery(msg)
+    if known is not None:
+        return ms_of(known.stored_ns)
+    try:                                          # another reply subject: nats-py's reading
         return int(msg.metadata.timestamp.timestamp() * 1000)
     except Exception:  # noqa: BLE001 (not a JetStream message)
         return None
 
 
+def ms_of(stored_ns: int) -> int:
+    """A delivery's time in ms, through the float and datetime nats-py's ``metadata``
+    makes of it (``lobby/stream.py``'s ``stored_ms`` counts on the same rounding)."""
+    return int(datetime.datetime.fromtimestamp(stored_ns / 1_000_000_000.0, datetime.timezone.utc).timestamp() * 1000)
+
+
 class PullLoop:
     """Keeps pull requests open on a durable pull consumer and hands every message to
-    ``handler`` as a task the moment it arrives (what newer clients call ``consume``).
+    ``handler`` the moment it arrives (what newer clients call ``consume``): a coroutine
+    function's runs as a task, a handler may also return a future it completes itself.
 
     At most ``max_inflight`` messages are requested or being handled at once.  A pull
     request lives ``expires`` seconds with idle heartbeats every ``heartbeat`` seconds;
@@ -139,7 +184,7 @@ class PullLoop:
         self.handling = 0                  # delivered, handler running
         self._wake = asyncio.Event()
         self._last_seen = time.monotonic()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()     # handlers running, failures answered
         self._reset = False
 
     def reset(self) -> None:
@@ -174,9 +219,7 @@ class PullLoop:
             return
         self.requested = max(0, self.requested - 1)
         self.handling += 1
-        task = asyncio.create_task(self._handle(msg))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._start(msg)
 
     @property
     def dead_letters(self) -> DeadLetters:
@@ -185,28 +228,57 @@ class PullLoop:
             self._dead_letters = DeadLetters(self.nc.jetstream(), self.consumer)
         return self._dead_letters
 
-    async def _handle(self, msg: Any) -> None:
-        """Hand ``msg`` to the handler, unless it came too often; set it aside when the
-        handler fails for a reason that is not an outage (it would fail again)."""
+    def _start(self, msg: Any) -> None:
+        """Hand ``msg`` to the handler, unless it came too often, and watch what the
+        handler returns: a coroutine runs as a task, a future (the lobby's: the message
+        waits in its table's lane) is watched as it is, without a task per message
+        (issue 20).  Only a failure takes a task of the loop's own."""
         times = delivered(msg)
+        if times > self.max_deliveries:
+            self._then_finish(self._set_aside(msg, times, f"delivered {times} times, never acknowledged"))
+            return
         try:
-            if times > self.max_deliveries:
-                await self._set_aside(msg, times, f"delivered {times} times, never acknowledged")
-                return
+            running = asyncio.ensure_future(self.handler(msg))
+        except Exception as e:  # noqa: BLE001 (failed before it returned: as if it failed running)
+            self._then_finish(self._failed(msg, times, e))
+            return
+        self._tasks.add(running)
+        running.add_done_callback(functools.partial(self._handled, msg, times))
+
+    def _handled(self, msg: Any, times: int, running: asyncio.Future[None]) -> None:
+        self._tasks.discard(running)
+        error = None if running.cancelled() else running.exception()
+        if error is None:                # done, or cancelled (drain): not acknowledged, it comes again
+            self._finish()
+        else:
+            self._then_finish(self._failed(msg, times, error))
+
+    async def _failed(self, msg: Any, times: int, error: BaseException) -> None:
+        """Ask for ``msg`` again when the handler failed for a reason that is not the
+        message's (an outage), else set it aside (it would fail again)."""
+        if isinstance(error, self.transient):
+            log.info("%s: handler failed (%r): redelivery", self.consumer, error)
+            await retry_later(msg)
+        else:                                   # anything else: the message is the problem
+            log.error("%s: handler failed on %s", self.consumer, msg.subject, exc_info=error)
+            await self._set_aside(msg, times, f"{type(error).__name__}: {error}")
+
+    def _then_finish(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` (a failure's answer), then count its message handled."""
+        async def finishing() -> None:
             try:
-                await self.handler(msg)
-            except asyncio.CancelledError:
-                raise
-            except self.transient as e:
-                log.info("%s: handler failed (%r): redelivery", self.consumer, e)
-                await retry_later(msg)
-            except Exception as e:                  # anything else: the message is the problem
-                log.exception("%s: handler failed on %s", self.consumer, msg.subject)
-                await self._set_aside(msg, times, f"{type(e).__name__}: {e}")
-        finally:
-            self.handling -= 1
-            if self._may_ask():           # else the loop has nothing to do: let it sleep
-                self._wake.set()
+                await work
+            finally:
+                self._finish()
+
+        task = asyncio.create_task(finishing())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _finish(self) -> None:
+        self.handling -= 1
+        if self._may_ask():           # else the loop has nothing to do: let it sleep
+            self._wake.set()
 
     def _may_ask(self) -> bool:
         """Is there room for the next pull request (what :meth:`run` waits for)?"""
@@ -269,8 +341,10 @@ class PullLoop:
                 await sub.unsubscribe()
 
     async def drain(self, timeout: float = 5.0) -> None:
-        """Wait for the handlers that are running (messages not acked are redelivered)."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+        """Wait for the handlers that are running, and the answers to their failures
+        (messages not acked are redelivered)."""
+        end = time.monotonic() + timeout
+        while self._tasks and time.monotonic() < end:
+            await asyncio.wait(set(self._tasks), timeout=end - time.monotonic())
         for task in list(self._tasks):
             task.cancel()

@@ -58,8 +58,9 @@ class Msg:
         return {subjects.VERSION_HEADER: str(self.version), "Nats-Time-Stamp": stored.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
 
     @property
-    def metadata(self) -> Any:
-        return SimpleNamespace(sequence=SimpleNamespace(stream=self.seq), num_delivered=len(self.naks) + 1)
+    def reply(self) -> str:
+        """JetStream's ack subject: delivered, stream and consumer sequence, stored (ns), pending."""
+        return f"$JS.ACK.{subjects.PUBLIC_STREAM}.lobby.{len(self.naks) + 1}.{self.seq}.{self.seq}.{stored_at(self.seq) * 1_000_000}.0"
 
     async def ack(self) -> None:
         self.acked = True
@@ -162,7 +163,7 @@ class Setup:
 
     async def deliver(self, msgs: list[Msg]) -> None:
         """Hand ``msgs`` to the lanes at once, as the pull loop does."""
-        items = [item_of(m, stored_at(m.seq)) for m in msgs]
+        items = [item_of(m) for m in msgs]
         await asyncio.gather(*(self.lanes.take(*placed) for placed in items if placed is not None))
 
 
@@ -235,11 +236,11 @@ def test_versions_the_stream_lost_are_replaced_by_the_table_s_own_view() -> None
 def test_a_message_without_a_version_is_no_item() -> None:
     async def main() -> None:
         msg = Msg(1, 7, b"{\"type\": \"TableOpened\"}")
-        without = SimpleNamespace(headers={}, subject=msg.subject, data=b"{}", metadata=msg.metadata)
-        assert item_of(without, 0) is None
-        placed = item_of(msg, 5)
+        without = SimpleNamespace(headers={}, subject=msg.subject, data=b"{}", reply=msg.reply)
+        assert item_of(without) is None
+        placed = item_of(msg)
         assert placed is not None and placed[0] == TABLE
-        assert (placed[1].version, placed[1].seq, placed[1].at_ms) == (1, 7, 5)
+        assert (placed[1].version, placed[1].seq, placed[1].at_ms) == (1, 7, stored_at(7))
 
     asyncio.run(main())
 
@@ -332,8 +333,7 @@ def test_a_message_read_back_has_the_time_its_delivery_had() -> None:
     same message delivered (its ns through a float), at millisecond edges too."""
     base = 1_764_000_000 * 1_000_000_000
     for ns in (base, base + 999_999, base + 1_000_000, base + 123_999_600, base + 999_999_999, base + 7):
-        delivered = datetime.datetime.fromtimestamp(ns / 1_000_000_000.0, datetime.timezone.utc)
-        msg = SimpleNamespace(metadata=SimpleNamespace(timestamp=delivered))
+        msg = SimpleNamespace(reply=f"$JS.ACK.{subjects.PUBLIC_STREAM}.lobby.1.1.1.{ns}.0")
         seconds, fraction = divmod(ns, 1_000_000_000)
         text = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
         assert stored_ms(f"{text}.{fraction:09d}".rstrip("0").rstrip(".") + "Z") == stamp_ms(msg), ns
@@ -352,9 +352,9 @@ def test_a_table_s_entry_is_written_at_most_once_an_interval_and_the_first_event
         first = asyncio.get_running_loop().time() - started
         tasks = []
         for m in msgs[1:]:                                        # a steady trickle, 3 ms apart
-            placed = item_of(m, stored_at(m.seq))
+            placed = item_of(m)
             assert placed is not None
-            tasks.append(asyncio.create_task(setup.lanes.take(*placed)))
+            tasks.append(setup.lanes.take(*placed))
             await asyncio.sleep(0.003)
         await asyncio.gather(*tasks)
         return first, asyncio.get_running_loop().time() - started

@@ -32,11 +32,17 @@ def test_the_redelivery_delay_doubles_from_a_fifth_of_a_second_up_to_five(times:
     assert LAST_RETRY == 5.0
 
 
+def ack_subject(num_delivered: int, seq: int = 7, stamp: datetime | None = None) -> str:
+    """A JetStream delivery's reply subject (as the server writes it)."""
+    stored = datetime(2026, 11, 29, tzinfo=UTC) if stamp is None else stamp
+    return f"$JS.ACK.S.C.{num_delivered}.{seq}.{seq}.{round(stored.timestamp() * 1e6) * 1000}.0"
+
+
 class FakeMsg:
     def __init__(self, num_delivered: int | None = None, stamp: datetime | None = None,
                  headers: dict[str, str] | None = None, reply: str = "", data: bytes = b"") -> None:
         if num_delivered is not None or stamp is not None:
-            self.metadata = SimpleNamespace(num_delivered=num_delivered, timestamp=stamp)
+            reply = ack_subject(num_delivered or 0, stamp=stamp)
         self.headers = headers
         self.reply = reply
         self.data = data
@@ -203,8 +209,8 @@ class FakeDeadLetters:
 
 class AckedMsg(FakeMsg):
     def __init__(self, num_delivered: int, seq: int = 7, data: bytes = b"x") -> None:
-        super().__init__(num_delivered=num_delivered, data=data)
-        self.metadata.sequence = SimpleNamespace(stream=seq)
+        super().__init__(data=data, reply=ack_subject(num_delivered, seq))
+        self.metadata = SimpleNamespace(sequence=SimpleNamespace(stream=seq))
         self.subject = "studroom.pub.t1"
         self.acks = 0
 
@@ -212,12 +218,18 @@ class AckedMsg(FakeMsg):
         self.acks += 1
 
 
+async def handled(loop: PullLoop, msg: Any) -> None:
+    """Hand ``msg`` to the loop's handler as a delivery does, and wait until it is handled."""
+    loop.handling += 1
+    loop._start(msg)
+    await loop.drain()
+
+
 def _handle(handler: Any, msg: AckedMsg, dead: FakeDeadLetters, max_deliveries: int = 5) -> PullLoop:
     async def main() -> PullLoop:
         loop = PullLoop(FakeNats(), "STUDROOM_PUBLIC", "C", handler, max_deliveries=max_deliveries,
                         dead_letters=dead)  # type: ignore[arg-type]
-        loop.handling += 1
-        await loop._handle(msg)
+        await handled(loop, msg)
         return loop
 
     loop = asyncio.run(main())
@@ -267,8 +279,7 @@ def test_a_private_copys_body_is_never_recorded() -> None:
 
     async def main() -> None:
         loop = PullLoop(FakeNats(), "STUDROOM_PRIVATE", "C", _poison, dead_letters=dead)  # type: ignore[arg-type]
-        loop.handling += 1
-        await loop._handle(AckedMsg(num_delivered=1, data=b'{"cards": ["As"]}'))
+        await handled(loop, AckedMsg(num_delivered=1, data=b'{"cards": ["As"]}'))
 
     asyncio.run(main())
     [letter] = dead.letters.values()
@@ -285,9 +296,45 @@ def test_a_message_handled_wakes_the_loop_only_when_the_next_pull_request_may_be
     """Issue 20: a wake-up per message handled cost the loop a round of its own for
     nothing while the open pull requests still had room."""
     loop = PullLoop(FakeNats(), "S", "C", _noop, max_inflight=4, batch=2)
-    loop.requested, loop.handling = 3, 1
-    asyncio.run(loop._handle(FakeMsg(data=b"x")))
+    loop.requested, loop.handling = 3, 0
+    asyncio.run(handled(loop, FakeMsg(data=b"x")))
     assert not loop._wake.is_set()                   # 1 free, 3 still asked for: nothing to ask
-    loop.requested, loop.handling = 2, 1
-    asyncio.run(loop._handle(FakeMsg(data=b"y")))
+    loop.requested, loop.handling = 2, 0
+    asyncio.run(handled(loop, FakeMsg(data=b"y")))
     assert loop._wake.is_set()                       # room for a batch: ask
+
+
+def test_a_handler_may_answer_with_a_future_of_its_own_and_no_task_is_made_for_it() -> None:
+    """Issue 20: the lobby's handler puts the message in its table's lane and returns the
+    lane's future; the loop watches it as it is, and answers its failure as a task's."""
+    dead = FakeDeadLetters()
+
+    async def main() -> tuple[AckedMsg, AckedMsg, AckedMsg, AckedMsg]:
+        futures: list[asyncio.Future[None]] = []
+
+        def handler(msg: Any) -> asyncio.Future[None]:
+            if msg.data == b"raises":
+                raise ValueError("not even a future")
+            futures.append(asyncio.get_running_loop().create_future())
+            return futures[-1]
+
+        loop = PullLoop(FakeNats(), "STUDROOM_PUBLIC", "C", handler, dead_letters=dead)  # type: ignore[arg-type]
+        ok, away, bad = AckedMsg(1, seq=1), AckedMsg(1, seq=2), AckedMsg(1, seq=3)
+        for msg in (ok, away, bad):
+            loop.handling += 1
+            loop._start(msg)
+        assert loop.handling == 3 and loop._tasks == set(futures)       # nothing but the handler's futures
+        futures[0].set_result(None)
+        futures[1].set_exception(TimeoutError())
+        futures[2].set_exception(ValueError("bad"))
+        raises = AckedMsg(1, seq=4, data=b"raises")
+        await handled(loop, raises)
+        assert loop.handling == 0 and not loop._tasks
+        return ok, away, bad, raises
+
+    ok, away, bad, raises = asyncio.run(main())
+    assert (ok.acks, ok.naks) == (0, [])                  # the handler acknowledges its own
+    assert (away.acks, away.naks) == (0, [pytest.approx(backoff(1))])
+    assert (bad.acks, raises.acks) == (1, 1)
+    assert sorted(dead.letters) == ["STUDROOM_PUBLIC.C.3", "STUDROOM_PUBLIC.C.4"]
+    assert dead.letters["STUDROOM_PUBLIC.C.4"].reason == "ValueError: not even a future"
