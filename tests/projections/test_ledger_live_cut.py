@@ -41,7 +41,7 @@ async def _while_playing(live_room: LiveRoom) -> None:
         await bots.start()
         counts = []
         for round_no in range(RECONCILES):
-            await _stir(bots.bots, round_no)
+            await _stir(bots, round_no)
             result = await asyncio.to_thread(_reconcile, live_room)
             assert result.clean, [f"{d.check}: {d.event or d.table}: {d.what}" for d in result.differences[:5]]
             counts.append(result.hands)
@@ -61,15 +61,20 @@ async def _while_playing(live_room: LiveRoom) -> None:
         await bots.stop()
 
 
-async def _stir(bots: list[Bot], round_no: int) -> None:
+async def _stir(room: Room, round_no: int) -> None:
     """Between two reconciles: a bot tops up (refused and refunded if dealt in), and in
-    rounds 3 to 5 one bot of a table leaves (cashed out through the cashier)."""
+    rounds 3 to 5 one bot of a table leaves (cashed out through the cashier); then a
+    hand more is played."""
+    bots: list[Bot] = room.bots
+    hands = room.stats.hands
     bot = bots[round_no % len(bots)]
     assert bot.bank is not None
     await bot.bank(bot.table_id, bot.seat, 2 * bot.decisions.stakes.small_bet)
     if 3 <= round_no < 3 + TABLES:
         await bots[(round_no - 3) * SEATS + 1].leave()
-    await asyncio.sleep(0.3)
+    async with asyncio.timeout(30):
+        while room.stats.hands <= hands:
+            await asyncio.sleep(0.02)
 
 
 def _reconcile(live_room: LiveRoom) -> Reconciliation:
