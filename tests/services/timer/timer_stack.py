@@ -255,7 +255,9 @@ class Drivers:
 
     async def wait_ended(self, table_ids: list[str], timeout: float) -> None:
         await asyncio.wait_for(asyncio.gather(*(self.ended[t].wait() for t in table_ids)), timeout)
-        await asyncio.sleep(0.3)                   # the SitOuts' and last events' replies
+        async with asyncio.timeout(10):            # the SitOuts' and last events' replies
+            while self._tasks:
+                await asyncio.sleep(0.01)
 
     def sleeper_waiting(self, table_id: str) -> TurnStarted | None:
         """The sleeper's turn if it is the table's open turn."""
