@@ -26,8 +26,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from live_room import ROOM_BOTS_PER_TABLE, ROOM_TABLES, LiveRoom, RoomCommand
+from psycopg import sql
 from secrecy import Message, Truth, scan
 from studroom.domain import views
 from studroom.domain.events import (
@@ -56,7 +58,7 @@ pytestmark = pytest.mark.integration
 
 TABLES = 6
 BOTS_PER_TABLE = 4
-ENOUGH_HANDS = 120           # play until this many hands (at least 100 are asserted) ...
+ENOUGH_HANDS = 100           # play until this many hands (asserted) ...
 PLAY_AT_MOST = 60.0          # ... or this many seconds (a bound for a loaded machine)
 
 
@@ -153,7 +155,19 @@ class Spy:
         await self.nc.drain()
 
 
-async def _play(nats_url: str, authority: Authority, plans: list[TablePlan], spy: Spy) -> Room:
+def _last_versions(database_url: str, schemas: list[str], ids: list[str]) -> dict[str, int]:
+    """Each of the tables' last stored version (0: none yet)."""
+    query = sql.SQL(" UNION ALL ").join(
+        sql.SQL("SELECT originator_id, max(originator_version) FROM {} WHERE originator_id = ANY(%s) "
+                "GROUP BY originator_id").format(sql.Identifier(schema, "events")) for schema in schemas)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        found = dict(conn.execute(query, [ids] * len(schemas)).fetchall())
+    return {table: found.get(table, 0) for table in ids}
+
+
+async def _play(nats_url: str, authority: Authority, plans: list[TablePlan], spy: Spy,
+                stored: Any) -> Room:
+    """``stored()``: each table's last stored version."""
     ids = [p.table_id for p in plans]
     await spy.start(nats_url, ids)
     room = Room(nats_url, plans, authority=authority, pace_ms=0, seed=2024, record=True)
@@ -165,12 +179,18 @@ async def _play(nats_url: str, authority: Authority, plans: list[TablePlan], spy
         bot.pause()
     # Let the relay deliver everything stored: the tables now wait on paused bots (the shared
     # room's timer would time their turns out after the tables' 10 s: after the checks).
-    quiet_since, last = time.monotonic(), -1
-    while time.monotonic() - quiet_since < 1.5:
-        await asyncio.sleep(0.25)
-        total = sum(len(spy.public[t]) for t in ids)
-        if total != last:
-            quiet_since, last = time.monotonic(), total
+    # Delivered: the spy and every bot have up to each table's last stored version, and
+    # the store has not grown since the look before.
+    before: dict[str, int] | None = None
+    async with asyncio.timeout(30):
+        while True:
+            last = await asyncio.to_thread(stored)
+            if last == before and all(len(spy.public[t]) >= last[t] for t in ids) and all(
+                    bot.transcript is not None and bot.transcript.public
+                    and _version(bot.transcript.public[-1].headers) >= last[bot.table_id] for bot in room.bots):
+                break
+            before = last
+            await asyncio.sleep(0.25)
     await room.stop()
     await spy.stop()
     return room
@@ -186,14 +206,15 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
     plans = plan_tables(ids, BOTS_PER_TABLE, {})
     log_dir = Path(tempfile.mkdtemp(prefix="studroom-it-room-spy-"))
     spy = Spy(live_room.authority, log_dir)
-    room = asyncio.run(_play(live_room.url, live_room.authority, plans, spy))
-    assert not live_room.dead(), f"a service died: {live_room.dead()}; logs in {live_room.log_dir}"
     schemas = live_room.schemas
+    room = asyncio.run(_play(live_room.url, live_room.authority, plans, spy,
+                             lambda: _last_versions(database_url, schemas, ids)))
+    assert not live_room.dead(), f"a service died: {live_room.dead()}; logs in {live_room.log_dir}"
 
     stats = room.stats
     print(f"{stats.hands} hands, {stats.actions} actions, {stats.errors} errors, "
           f"{stats.refused_stale} stale answers")
-    assert stats.hands >= 100, f"only {stats.hands} hands were played"
+    assert stats.hands >= ENOUGH_HANDS, f"only {stats.hands} hands were played"
     assert stats.errors == 0, stats.error_codes
 
     stored = load_tables(database_url, schemas, only=ids)
