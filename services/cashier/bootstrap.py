@@ -47,7 +47,7 @@ async def serve(args: argparse.Namespace, settings: Settings, stop: asyncio.Even
     from ..runtime.processes.preflight import preflight
     from ..runtime.processes.starting import until_started
     from ..runtime.servers.external_or_embedded import servers
-    from ..relay.commits import Commits
+    from ..store.commits import Commits
     from ..store.postgres import PostgresEventStore
     from .metrics import cashier_lag, cashier_metrics
     from .saga import SENDER

@@ -8,7 +8,7 @@ or unanswered by the table: again after a pause growing from 1 s to 30 s), and a
 instance's once that one has not claimed it for the take-over time.
 
 The log is read only when a commit was heard in the store's database since the last
-read (:class:`..relay.commits.Commits`: every instance's appends, and the table stores'
+read (:class:`..store.commits.Commits`: every instance's appends, and the table stores'
 too, which share the channel), at most every second: with no buy-in in flight and
 nothing written, an instance does nothing at all (issue 20); under play it reads every
 second as before.  Without a listener (none, or its connection down) it reads every
@@ -26,7 +26,7 @@ from typing import Final
 
 from studroom.domain.account import BuyInStep, Reservation, in_flight_after, player_of
 
-from ..relay.commits import Commits
+from ..store.commits import Commits
 from ..runtime.retry import Backoff
 from ..store.port import EventStore, Notification
 from .saga import PENDING, BuyInSaga, now_ms

@@ -20,7 +20,7 @@ import nats.errors
 import nats.js.errors
 
 from ..client.table import TableClient
-from ..relay.commits import Commits
+from ..store.commits import Commits
 from ..runtime.retry import RECONNECT
 from ..store.port import EventStore
 from ..wire import subjects

@@ -96,7 +96,7 @@ async def serve_relay(
     from ..store.inspect import store_url
     from ..store.layout import check_recorded_layout
     from ..store.postgres import PostgresEventStore
-    from .commits import Commits
+    from ..store.commits import Commits
     from .relay import Relay
     from .store_relay import StoreRelay
 

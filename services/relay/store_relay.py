@@ -21,7 +21,7 @@ from eventsourcing.persistence import PersistenceError
 from ..store.port import EventStore, Notification
 from ..wire import subjects
 from .bus import bus, pause, raise_if_cancelled
-from .commits import Commits
+from ..store.commits import Commits
 from .config import RelayConfig
 from .dead_letters import DeadLetter
 from .errors import BusError, Conflict, RelayError

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from studroom.services.cashier.recovery import Recovery
-from studroom.services.relay.commits import Commits
+from studroom.services.store.commits import Commits
 from studroom.services.store.postgres import PostgresEventStore
 from test_cashier_saga import Crash, FakeTables, account_of, funded, saga_of
 
