@@ -31,37 +31,48 @@ class Call(NamedTuple):
 Steps = Generator[Call, Any, T]
 
 
-def _resume(steps: Steps[T], result: Any, error: Exception | None) -> Call:
-    return steps.send(result) if error is None else steps.throw(error)
+class Done(NamedTuple):
+    """What the steps returned."""
+
+    value: Any
+
+
+def _resume(steps: Steps[T], result: Any, error: Exception | None) -> Call | Done:
+    """Hand the last call's result (or its exception) to the steps: their next call, or
+    :class:`Done`."""
+    try:
+        return steps.send(result) if error is None else steps.throw(error)
+    except StopIteration as done:
+        return Done(done.value)
+
+
+def _made(call: Call) -> tuple[Any, Exception | None]:
+    try:
+        return call.blocking(*call.args), None
+    except Exception as failed:   # noqa: BLE001 (handed back to the steps, which decide)
+        return None, failed
+
+
+async def _awaited(call: Call) -> tuple[Any, Exception | None]:
+    try:
+        if call.awaited is not None:
+            return await call.awaited(*call.args), None
+        return await asyncio.to_thread(call.blocking, *call.args), None
+    except Exception as failed:   # noqa: BLE001 (handed back to the steps, which decide)
+        return None, failed
 
 
 def run_blocking(steps: Steps[T]) -> T:
     """Run ``steps``, making each call in this thread."""
-    result, error = None, None
-    while True:
-        try:
-            call = _resume(steps, result, error)
-        except StopIteration as done:
-            return done.value
-        try:
-            result, error = call.blocking(*call.args), None
-        except Exception as failed:   # noqa: BLE001 (handed back to the steps, which decide)
-            result, error = None, failed
+    step = _resume(steps, None, None)
+    while isinstance(step, Call):
+        step = _resume(steps, *_made(step))
+    return step.value  # type: ignore[no-any-return]
 
 
 async def run_awaited(steps: Steps[T]) -> T:
     """Run ``steps`` in the running event loop (see the module docstring)."""
-    result, error = None, None
-    while True:
-        try:
-            call = _resume(steps, result, error)
-        except StopIteration as done:
-            return done.value
-        try:
-            if call.awaited is not None:
-                result = await call.awaited(*call.args)
-            else:
-                result = await asyncio.to_thread(call.blocking, *call.args)
-            error = None
-        except Exception as failed:   # noqa: BLE001 (handed back to the steps, which decide)
-            result, error = None, failed
+    step = _resume(steps, None, None)
+    while isinstance(step, Call):
+        step = _resume(steps, *await _awaited(step))
+    return step.value  # type: ignore[no-any-return]
