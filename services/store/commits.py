@@ -1,15 +1,17 @@
 """Commits heard as they happen: every append to a PostgreSQL event store NOTIFYs its
-channel (``store/postgres.py``, eventsourcing's convention), and :class:`Commits`
-LISTENs to it on a connection of its own and sets an event at each one.
+channel with the store's name as the payload (``store/postgres.py``), and
+:class:`Commits` LISTENs to it on a connection of its own and sets an event at each
+commit of its store.
 
 The channel is the events table's name, ``events`` in every schema: a listener hears
-every store of its database (the table stores' and the cashier's), not just its own.
-So it tells a reader (the relay, the cashier's recovery) *whether* to read, not that
-its store moved: a reader that heard nothing since its last read has nothing to read,
-and an idle room makes no reads (issue 20); one that heard something reads as often as
-it polled before. While the connection is down (``listening`` false) the reader polls
-as before; the event is set when the state changes either way, so that a waiter looks
-again (and reads what was committed while nobody listened).
+every store of its database and keeps its own store's commits (and those without a
+payload, from an append function older than the payload: maybe its store's). So a
+reader (the relay, the cashier's recovery) reads when its store moved and only then:
+an idle room makes no reads, and under play the relay reads at once after each commit
+(the table service used to tell it with a NATS message a commit: issue 20). While the
+connection is down (``listening`` false) the reader polls instead; the event is set
+when the state changes either way, so that a waiter looks again (and reads what was
+committed while nobody listened).
 """
 
 from __future__ import annotations
@@ -33,14 +35,15 @@ QUIET_WAKE = 3600.0
 
 
 class Commits:
-    """Sets ``wake`` at every commit NOTIFYing ``channel`` (every store of the database)."""
+    """Sets ``wake`` at every commit of ``store`` NOTIFYing ``channel``."""
 
-    def __init__(self, database_url: str, channel: str) -> None:
+    def __init__(self, database_url: str, channel: str, store: str) -> None:
         self.database_url = database_url
         self.channel = channel
-        self.wake = asyncio.Event()     # set: a commit heard since the last take()
+        self.ours = {store.encode(), b""}   # payloads of our commits (empty: a writer that does not say)
+        self.wake = asyncio.Event()     # set: a commit of ours heard since the last take()
         self.listening = False
-        self.heard = 0                  # notifications received (tests, metrics)
+        self.heard = 0                  # our commits heard (tests, metrics)
         self._taken = asyncio.Event()
 
     @classmethod
@@ -49,18 +52,20 @@ class Commits:
         notify (the in-memory one)."""
         recorder = getattr(store, "recorder", None)
         channel = getattr(recorder, "channel_name", None)
-        return cls(database_url, channel) if isinstance(channel, str) else None
+        schema = getattr(store, "schema", None)
+        return cls(database_url, channel, schema) if isinstance(channel, str) and isinstance(schema, str) else None
 
     def take(self) -> None:
         """Before a read: what is heard from now on wakes again."""
         self.wake.clear()
         self._taken.set()
 
-    async def wait(self, other: asyncio.Event) -> None:
-        """Until a commit is heard (or the listener stops or starts) or ``other`` is set."""
+    async def wait(self, other: asyncio.Event, timeout: float | None = None) -> None:
+        """Until a commit is heard (or the listener stops or starts) or ``other`` is set,
+        at most ``timeout`` seconds (None: no limit)."""
         waits = [asyncio.ensure_future(self.wake.wait()), asyncio.ensure_future(other.wait())]
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for wait in waits:
                 wait.cancel()
@@ -88,11 +93,12 @@ class Commits:
             self.wake.set()             # what was committed while nobody listened
             while True:
                 heard = await conn.wait(generators.notifies(conn.pgconn), interval=QUIET_WAKE)
-                if heard:
-                    self.heard += len(heard)
+                ours = sum(n.extra in self.ours for n in heard)
+                if ours:
+                    self.heard += ours
                     self.wake.set()
                     # Nothing more to tell until the reader reads: what comes meanwhile is
-                    # read off the socket in one go after it (the cashier hears every
-                    # table commit; one by one they cost it more than its work).
+                    # read off the socket in one go after it (the other stores' commits
+                    # too: one by one they cost more than the reader's work).
                     self._taken.clear()
                     await self._taken.wait()

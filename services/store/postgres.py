@@ -272,7 +272,7 @@ class PostgresEventStore:
             "BEGIN "
             "PERFORM set_config('lock_timeout', wait, true); "
             "LOCK TABLE {events} IN EXCLUSIVE MODE; "
-            "NOTIFY {channel}; "
+            "PERFORM pg_notify({channel}, {store}); "   # the payload: which store (store/commits.py)
             "INSERT INTO {events} (originator_id, originator_version, topic, state) "
             "SELECT * FROM unnest(ids, versions, topics, states); "
             "IF cardinality(snapshot_ids) > 0 THEN "   # most appends store none: no statement for them
@@ -287,7 +287,8 @@ class PostgresEventStore:
             function=self._append_function,
             events=events,
             snapshots=self._snapshots,
-            channel=sql.Identifier(self.recorder.channel_name),
+            channel=sql.Literal(self.recorder.channel_name),
+            store=sql.Literal(self.schema),
         )
         with _ddl_lock(database_url) as conn:
             conn.execute(body)

@@ -1,0 +1,72 @@
+"""A store's commits are heard by its own listener only (services/store/commits.py,
+issue 20): every append NOTIFYs the database's one channel with its store's name, so
+the relay and the cashier read when their own store moved and never for another's, and
+a writer that does not say which store (an append function from before the payload) is
+heard by every listener."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+from studroom.domain.events import ChipsBought
+from studroom.services.store.commits import Commits
+from studroom.services.store.postgres import PostgresEventStore
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+def two_stores(database_url: str) -> Iterator[tuple[PostgresEventStore, PostgresEventStore]]:
+    schemas = [f"commits_{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    stores = [PostgresEventStore(database_url, schema=schema) for schema in schemas]
+    yield stores[0], stores[1]
+    for store in stores:
+        store.close()
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        for schema in schemas:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def _bought(version: int) -> list[tuple[str, int, list[ChipsBought]]]:
+    return [("t1", version, [ChipsBought(seat=0, amount=100)])]
+
+
+async def _settled(commits: Commits) -> None:
+    """Listening, and what it heard until now taken."""
+    while not commits.listening:
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.2)
+    commits.take()
+
+
+def test_a_listener_hears_its_own_stores_commits_and_not_anothers(
+        two_stores: tuple[PostgresEventStore, PostgresEventStore], database_url: str) -> None:
+    ours, other = two_stores
+
+    async def run() -> None:
+        commits = Commits.of(ours, database_url)
+        assert commits is not None
+        listening = asyncio.create_task(commits.run())
+        try:
+            await _settled(commits)
+            for version in range(3):                       # another store of the database commits
+                await other.append_async(_bought(version))
+            await asyncio.sleep(0.5)
+            assert not commits.wake.is_set() and commits.heard == 0
+            await ours.append_async(_bought(0))            # ours does
+            await asyncio.wait_for(commits.wake.wait(), 5)
+            assert commits.heard == 1
+            commits.take()
+            with psycopg.connect(database_url, autocommit=True) as conn:   # a writer that does not say
+                conn.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(commits.channel)))
+            await asyncio.wait_for(commits.wake.wait(), 5)
+        finally:
+            listening.cancel()
+            await asyncio.gather(listening, return_exceptions=True)
+
+    asyncio.run(run())
