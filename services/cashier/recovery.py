@@ -7,11 +7,10 @@ it may (:meth:`.saga.BuyInSaga.resume`): its own (left by a crash of this instan
 or unanswered by the table: again after a pause growing from 1 s to 30 s), and another
 instance's once that one has not claimed it for the take-over time.
 
-The log is read only when a commit was heard in the store's database since the last
-read (:class:`..store.commits.Commits`: every instance's appends, and the table stores'
-too, which share the channel), at most every second: with no buy-in in flight and
-nothing written, an instance does nothing at all (issue 20); under play it reads every
-second as before.  Without a listener (none, or its connection down) it reads every
+The log is read only when a commit of the store was heard since the last read
+(:class:`..store.commits.Commits`: every instance's appends), at most every second: with
+no buy-in in flight and nothing written to the accounts, an instance does nothing at all
+(issue 20).  Without a listener (none, or its connection down) it reads every
 second as before.
 """
 
