@@ -252,7 +252,7 @@ def test_relay_survives_its_database_connections_being_killed(
 ) -> None:
     """The relay reads on an asyncio connection of its own (and loads seat maps
     through the store's pool) and hears the database's commits on a third: each is
-    re-opened after PostgreSQL drops them. No nudges here: once the listeners listen
+    re-opened after PostgreSQL drops them. Once the listeners listen
     again, what is written comes through because it is heard (a relay that hears
     nothing reads nothing)."""
     writer = Writer(stores, tables_per_store=3, hands=20, seed=6)
