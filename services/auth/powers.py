@@ -128,7 +128,8 @@ def _own_powers(name: str) -> Powers:
     own_inbox = subjects.inbox("service", name)
     if name == "table":
         return Powers(
-            publish=[JETSTREAM, subjects.bucket_writes(LEASE_BUCKET), subjects.preflight_probe("service", name)],
+            publish=[JETSTREAM, subjects.bucket_writes(LEASE_BUCKET), subjects.all_relay_nudges(),
+                     subjects.preflight_probe("service", name)],
             subscribe=[own_inbox, subjects.preflight_probe("service", name)],
         )
     if name == "relay":
@@ -136,7 +137,7 @@ def _own_powers(name: str) -> Powers:
             publish=[JETSTREAM, subjects.bucket_writes(RELAY_BUCKET), _DEAD_LETTERS,
                      subjects.all_public_events(),
                      subjects.all_private_events()],
-            subscribe=[own_inbox],
+            subscribe=[subjects.all_relay_nudges(), own_inbox],
         )
     if name == "timer":
         return Powers(

@@ -20,6 +20,7 @@ import nats.errors
 
 from ..runtime.processes import process
 from ..wire.dead_letters import DeadLetters, open_bucket
+from ..wire import subjects
 from .bus import bus, pause, raise_if_cancelled
 from .config import RelayConfig
 from .errors import BusError
@@ -113,6 +114,8 @@ class Relay:
                 dead_letters = DeadLetters(js, "relay", kv=await open_bucket(js, self.config.replicas))
                 publisher = Publisher(nc)
                 await publisher.start()
+                for store in self.stores:
+                    await nc.subscribe(subjects.relay_nudge(store.name), cb=store.on_nudge)
             self.connected.set()
             self.connected_at = asyncio.get_running_loop().time()
             lost_task = asyncio.ensure_future(lost.wait())

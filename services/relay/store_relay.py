@@ -111,18 +111,20 @@ class StoreRelay:
 
     @property
     def wake(self) -> asyncio.Event:
-        """Set when the relay stops: read at once (and record the position)."""
+        """Set by the table service's nudge after a commit to this store, and when the
+        relay stops: read at once."""
         if self._wake is None:
             self._wake = asyncio.Event()
         return self._wake
 
-    def _listening(self) -> bool:
-        return self.commits is not None and self.commits.listening
+    async def on_nudge(self, _msg: Any) -> None:
+        self.wake.set()
 
     def _heard(self) -> bool:
-        """Whether a commit of this store may have come since the last read: one was
-        heard, or nobody listens."""
-        return not self._listening() or self.commits.wake.is_set()  # type: ignore[union-attr]
+        """Whether a commit may have come since the last read: one was heard in the
+        store's database (this store's or another's: they share a channel), or nobody
+        listens."""
+        return self.commits is None or not self.commits.listening or self.commits.wake.is_set()
 
     def _clear(self) -> None:
         """Before a read: what wakes from now on is after it."""
@@ -133,17 +135,18 @@ class StoreRelay:
     def known_end(self) -> int | None:
         """The store's last notification id without asking it: known when no commit
         was heard since a read reached the end (None: ask)."""
-        return None if self._heard() else self._end
+        return None if self._heard() or self.wake.is_set() else self._end
 
     async def _idle(self) -> None:
-        """Wait for a commit of this store: heard on its database's channel (at once);
-        polled every ``poll_interval`` while nobody listens; not longer than the
-        position record may wait. Nothing heard: nothing to read, no poll (issue 20)."""
-        limit = self.config.position_interval if self.unrecorded else None
-        if not self._listening():
-            await pause(self.wake, self.config.poll_interval if limit is None else min(limit, self.config.poll_interval))
+        """Wait for a nudge; not longer than the position record may wait, nor than the
+        poll once a commit was heard (another store's, or a nudge lost). While none is
+        heard there is nothing to read: no poll (issue 20)."""
+        if self.unrecorded:
+            await pause(self.wake, self.config.position_interval)
             return
-        await self.commits.wait(self.wake, limit)  # type: ignore[union-attr]  # (it listens)
+        if not self._heard():
+            await self.commits.wait(self.wake)  # type: ignore[union-attr]  # (heard: it listens)
+        await pause(self.wake, self.config.poll_interval)
 
     # -- the loop
 
@@ -193,7 +196,7 @@ class StoreRelay:
                         continue
                 if self._record_due():
                     await self._record(kv)
-                await self._idle()             # at once when a commit was heard meanwhile
+                await self._idle()             # at once when nudged meanwhile
                 self._clear()
                 batch = await self.prepare(self.acked + 1, self.config.batch_size)
         finally:
@@ -201,11 +204,11 @@ class StoreRelay:
                 prefetch.cancel()  # a thread building messages finishes on its own (locked)
 
     def _more_waiting(self, batch: Prepared) -> bool:
-        """Whether the store is known to hold more: the batch was full, or a commit of
-        it was heard since it was read.  Otherwise the next read waits for one (or the
+        """Whether the store is known to hold more: the batch was full, or a commit
+        nudged since it was read.  Otherwise the next read waits for a nudge (or the
         poll): under live load a read straight after every batch found nothing half
         the time, a PostgreSQL round trip each (docs/design/relay.md)."""
-        return batch.count >= self.config.batch_size or (self._listening() and self._heard())
+        return batch.count >= self.config.batch_size or self.wake.is_set()
 
     # -- recovery
 

@@ -6,12 +6,13 @@ commit of its store.
 The channel is the events table's name, ``events`` in every schema: a listener hears
 every store of its database and keeps its own store's commits (and those without a
 payload, from an append function older than the payload: maybe its store's). So a
-reader (the relay, the cashier's recovery) reads when its store moved and only then:
-an idle room makes no reads, and under play the relay reads at once after each commit
-(the table service used to tell it with a NATS message a commit: issue 20). While the
-connection is down (``listening`` false) the reader polls instead; the event is set
-when the state changes either way, so that a waiter looks again (and reads what was
-committed while nobody listened).
+reader reads only when its store moved: an idle room makes no reads (issue 20), and
+the cashier's recovery no longer wakes for the table stores' commits. The relay still
+reads a live store at once on the table service's NATS nudge: a commit heard only lets
+it poll for a nudge lost (relay.md, "Latency and throughput", says why the nudge stays).
+While the connection is down (``listening`` false) the reader polls as before; the
+event is set when the state changes either way, so that a waiter looks again (and
+reads what was committed while nobody listened).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -84,6 +84,7 @@ class TableService:
                 publish=self._publish,
                 accepts=self.serves,
                 partitions=partitions,
+                nudge=self._nudger(_nudge_subject(store)),
             )
             for j, store in enumerate(stores)
         ]
@@ -189,6 +190,13 @@ class TableService:
 
     # -- messages
 
+    def _nudger(self, subject: str | None) -> Callable[[], Awaitable[None]] | None:
+        """A store's nudge to the relay, on the service's own connection (its door
+        publishes replies only)."""
+        if subject is None:
+            return None
+        return lambda: self.nc.publish(subject, b"")
+
     async def _publish(self, subject: str, data: bytes) -> None:
         """A reply, on the door's connection."""
         self.meter.replied(subject, data)
@@ -233,3 +241,13 @@ def _command_sender(subject: str) -> tuple[str, str]:
     """The (role, name) of a command subject (the door's question)."""
     _table, role, name = subjects.sender_of(subject)
     return role, name
+
+
+def _nudge_subject(store: EventStore) -> str | None:
+    """Where to tell the relay that ``store`` has new events (its name is the
+    store's schema, e.g. ``studroom_p3``)."""
+    name = getattr(store, "schema", None) or getattr(store, "name", None)
+    try:
+        return subjects.relay_nudge(name) if isinstance(name, str) else None
+    except subjects.BadName:
+        return None

@@ -6,7 +6,7 @@ loop, the append awaited on the store's own asyncio connection: no worker thread
 new ones queue up, and the next batch takes one command of every table that has one
 waiting (a table's commands run one at a time, in arrival order), runs them through
 :meth:`CommandHandler.handle_batch_async` (one append, one commit) and only then
-replies (the relay hears the commit from PostgreSQL itself: store/commits.py).  It keeps no timers: a pause
+replies.  After a commit it nudges the relay.  It keeps no timers: a pause
 between hands is a stored turn the timer service ends (docs/design/timer.md).  See
 docs/design/table-service.md.
 """
@@ -61,7 +61,8 @@ class StoreWorker:
 
     ``accepts(partition)`` (default: always) is asked when a batch is formed; a
     command of a partition no longer served is answered ``unavailable`` unexecuted.
-    ``publish(subject, data)`` sends replies of NATS requests.
+    ``publish(subject, data)`` sends replies of NATS requests; ``nudge()`` tells the
+    relay after a commit that the store has new events.
     """
 
     def __init__(
@@ -73,8 +74,10 @@ class StoreWorker:
         publish: Publish | None = None,
         accepts: Callable[[int], bool] | None = None,
         partitions: int = subjects.PARTITIONS,
+        nudge: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.handler = handler
+        self.nudge = nudge
         self.name = name
         self.max_batch = max_batch
         self.publish = publish
@@ -196,6 +199,7 @@ class StoreWorker:
                 batch.append(item)
             if not batch:
                 continue
+            appends = self.handler.stats.appends
             try:
                 async with self._running:
                     outcomes = await self.handler.handle_batch_async(
@@ -206,6 +210,11 @@ class StoreWorker:
             self.stats.batches += 1
             self.stats.commands += len(batch)
             self.stats.largest_batch = max(self.stats.largest_batch, len(batch))
+            if self.nudge is not None and self.handler.stats.appends != appends:
+                try:   # the relay reads the store at once
+                    await self.nudge()
+                except Exception:   # noqa: BLE001 (it polls anyway)
+                    log.debug("relay nudge failed", exc_info=True)
             for item, outcome in zip(batch, outcomes):
                 del self._busy[item.table_id]
                 if item.table_id in self._queues:

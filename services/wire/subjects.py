@@ -34,8 +34,8 @@ Players' histories (request/reply)
                                            operator's about anyone's
 
 Relay
-    (no subject: it hears its stores' commits from PostgreSQL; KV bucket
-    ``studroom_relay`` keeps positions)
+    ``studroom.relay.nudge.<store>``       core NATS nudge: "store <store> has new events"
+                                           (KV bucket ``studroom_relay`` keeps positions)
 
 Timers (JetStream stream ``STUDROOM_TIMERS``, written only by the timer service)
     ``studroom.timer.sched.<table_id>``    the table's one pending timer (a message
@@ -291,6 +291,18 @@ def stream_api(api: str, stream: str) -> str:
 def consumer_next(stream: str, consumer: str) -> str:
     """Where a pull consumer's client asks for its next messages."""
     return f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+
+
+# The relay (services/relay/)
+
+def relay_nudge(store: str) -> str:
+    """Core NATS (no JetStream): the table service publishes here after each commit to
+    store ``store`` (its schema name, e.g. ``studroom_p3``) so the relay reads at once."""
+    return f"{PREFIX}.relay.nudge.{check_name(store)}"
+
+
+def all_relay_nudges() -> str:
+    return f"{PREFIX}.relay.nudge.>"
 
 
 # The timer service (services/timer/)

@@ -51,12 +51,12 @@ def test_relay_publishes_every_event_once_in_order_with_private_copies(
 
     async def scenario() -> None:
         stop = asyncio.Event()
-        # A long poll interval: live events must come through the commits heard (store/commits.py).
+        # A long poll interval: live events must come through the nudge.
         config = RelayConfig(batch_size=300, poll_interval=5.0)
         task, ready = start_relay(nats_server.url, database, config, stop)
         async with Monitor(nats_server.url) as monitor:
             await monitor.wait_caught_up(stores)
-            # Live: each commit NOTIFYs its store; the relay hears it and publishes at once.
+            # Live: each commit is followed by a nudge; the relay publishes at once.
             arrived: asyncio.Queue[float] = asyncio.Queue()
 
             async def on_public(_msg: Any) -> None:
@@ -66,14 +66,18 @@ def test_relay_publishes_every_event_once_in_order_with_private_copies(
             await monitor.nc.flush()
             latencies = []
             for _ in range(10):
+                schema = writer.queue[-1][0]
                 before = writer.written
                 started = time.perf_counter()
                 await asyncio.to_thread(writer.write, 1, 1)
+                await monitor.nc.publish(subjects.relay_nudge(schema))
                 latencies.append(await asyncio.wait_for(arrived.get(), 3) - started)
                 for _ in range(writer.written - before - 1):
                     await asyncio.wait_for(arrived.get(), 3)
             assert sorted(latencies)[len(latencies) // 2] < 0.5, latencies
             await asyncio.to_thread(writer.write)    # the rest, in one go
+            for schema in SCHEMAS:
+                await monitor.nc.publish(subjects.relay_nudge(schema))
             await monitor.wait_caught_up(stores, timeout=4)   # < the poll interval
         stop.set()
         relay = await asyncio.wait_for(task, 20)
@@ -252,7 +256,7 @@ def test_relay_survives_its_database_connections_being_killed(
 ) -> None:
     """The relay reads on an asyncio connection of its own (and loads seat maps
     through the store's pool) and hears the database's commits on a third: each is
-    re-opened after PostgreSQL drops them. Once the listeners listen
+    re-opened after PostgreSQL drops them. No nudges here: once the listeners listen
     again, what is written comes through because it is heard (a relay that hears
     nothing reads nothing)."""
     writer = Writer(stores, tables_per_store=3, hands=20, seed=6)

@@ -18,6 +18,7 @@ from studroom.services.wire.subjects import BadName
     (subjects.all_private_events(), subjects.private_events("bob", "t2"), subjects.public_event("t2", "HandStarted")),
     (subjects.all_commands(), subjects.preflight_probe("service", "timer"), subjects.command_from("player", "a", "t")),
     (subjects.commands_as("player", "alice"), "studroom.pcmd.3.t1.player.alice", "studroom.pcmd.3.t1.player.bob"),
+    (subjects.all_relay_nudges(), subjects.relay_nudge("studroom_p3"), subjects.public_event("t1", "HandStarted")),
     (subjects.public_events("t1"), subjects.public_event("t1", "HandStarted"), subjects.public_event("t2", "HandStarted")),
     (subjects.public_events_of("PlayerLeft"), subjects.public_event("t2", "PlayerLeft"),
      subjects.public_event("t2", "PlayerJoined")),
