@@ -25,8 +25,8 @@ from typing import Final
 
 from studroom.domain.account import BuyInStep, Reservation, in_flight_after, player_of
 
-from ..store.commits import Commits
 from ..runtime.retry import Backoff
+from ..store.commits import Commits
 from ..store.port import EventStore, Notification
 from .saga import PENDING, BuyInSaga, now_ms
 

@@ -20,8 +20,8 @@ import nats.errors
 import nats.js.errors
 
 from ..client.table import TableClient
-from ..store.commits import Commits
 from ..runtime.retry import RECONNECT
+from ..store.commits import Commits
 from ..store.port import EventStore
 from ..wire import subjects
 from ..wire.cashier_protocol import encode

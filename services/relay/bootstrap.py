@@ -95,8 +95,8 @@ async def serve_relay(
     from ..runtime.servers.external_or_embedded import servers
     from ..store.inspect import store_url
     from ..store.layout import check_recorded_layout
-    from ..store.postgres import PostgresEventStore
     from ..store.commits import Commits
+    from ..store.postgres import PostgresEventStore
     from .relay import Relay
     from .store_relay import StoreRelay
 

@@ -19,8 +19,8 @@ from typing import Any
 import nats.errors
 
 from ..runtime.processes import process
-from ..wire.dead_letters import DeadLetters, open_bucket
 from ..wire import subjects
+from ..wire.dead_letters import DeadLetters, open_bucket
 from .bus import bus, pause, raise_if_cancelled
 from .config import RelayConfig
 from .errors import BusError
