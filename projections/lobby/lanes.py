@@ -1,5 +1,5 @@
-"""One lane per table: its public events applied in order, exactly once, and written to
-the bucket with compare-and-set.
+"""One lane per table: its public messages (each a run of its events) applied in order,
+exactly once, and written to the bucket with compare-and-set.
 
 Messages of a table wait in its lane while the previous batch is written, and until
 ``every`` seconds (``EVERY``, 250 ms) have passed since that batch began; the next batch
@@ -9,11 +9,12 @@ the entry as last written (or read from the bucket, if it is the lobby's own:
 :mod:`.ownership`), applies what :func:`.ordering.place` says is next, and writes once,
 naming the revision it started from: if another instance wrote meanwhile, the write is
 refused, and the batch starts again from the bucket's value.  Only then are its
-messages acknowledged.  The versions missing before an event (a gap) are read back
+messages acknowledged.  The versions missing before a message (a gap) are read back
 from the public stream (:mod:`.stream`); from no entry, that rebuilds the whole entry
 (the bucket's value was missing, or not the lobby's own).  When the stream lacks them
-too (a dead letter, a retention limit), or an event cannot be applied, the entry is
-rebuilt from the table's own view (``ViewTable``).  Why: docs/design/lobby.md.
+too (a dead letter, a retention limit), or a message cannot be applied, the entry is
+rebuilt from the table's own view (``ViewTable``).  A message waits in its lane as it
+came, its body decoded only when applied (:mod:`.messages`).  Why: docs/design/lobby.md.
 """
 
 from __future__ import annotations
@@ -25,51 +26,35 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import msgspec
 import nats.js.errors
-from studroom.domain.events import TableEvent
 from studroom.domain.names import is_name
 from studroom.domain.views import TableView
-from studroom.services.wire import subjects
 from studroom.services.wire import raw
-from studroom.services.wire.pull import delivery, ms_of, retry_later
+from studroom.services.wire.pull import retry_later
 
 from .entry import LobbyEntry, decode, encode
+from .messages import UNREADABLE, Item, applied, entry_version, events_in
 from .mirror import Mirror
-from .ordering import EVERY, Place, place
+from .ordering import EVERY, Place, place, seen
 from .ownership import own_entry
-from .projection import NotOpened, apply, from_view, refigure
-from .stream import PublicStream, version_of
+from .projection import NotOpened, from_view, refigure
+from .stream import PublicStream
 
-__all__ = ["EVERY", "Item", "LaneStats", "Lanes", "item_of"]
+__all__ = ["EVERY", "LaneStats", "Lanes"]
 
 log = logging.getLogger("studroom.lobby")
 
 ATTEMPTS: Final = 10                            # compare-and-set rounds lost before a redelivery
 HEAL_AGAIN: Final = 2.0                         # seconds before a heal that failed is tried again
 
-_event_decoder = msgspec.json.Decoder(TableEvent)
-
 ViewOf = Callable[[str], Awaitable[TableView]]
-
-
-@dataclass(slots=True)
-class Item:
-    """One public message of a table, waiting in its lane."""
-
-    version: int
-    seq: int                       # its sequence in the public stream
-    at_ms: int                     # when JetStream stored it
-    data: bytes
-    msg: Any
-    done: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 @dataclass
 class LaneStats:
-    applied: int = 0           # events applied to an entry
-    seen: int = 0              # redelivered or published twice: changed nothing
-    waited: int = 0            # asked for again: the table's view was behind its stream
+    applied: int = 0           # events applied to an entry (a message's after the entry's version)
+    seen: int = 0              # messages redelivered or published twice: changed nothing
+    waited: int = 0            # messages asked for again: the table's view was behind its stream
     writes: int = 0            # values written to the bucket
     conflicts: int = 0         # writes refused: another instance wrote first
     resyncs: int = 0           # entries rebuilt from the table's own view
@@ -289,62 +274,87 @@ class Lanes:
         for item in batch:
             if folded.waiting:                        # behind a gap: everything waits
                 folded.waiting.append(item)
-                continue
-            if place(_version(folded.entry), item.version) is Place.GAP:
-                await self._read_back(table_id, folded, item.seq)
-            where = place(_version(folded.entry), item.version)
-            if where is Place.SEEN:
+            elif seen(entry_version(folded.entry), item.version):
                 self.stats.seen += 1
                 folded.done.append(item)
             else:
-                await self._apply(table_id, folded, item, resync=where is Place.GAP)
+                await self._take(table_id, folded, item)
         return folded
+
+    async def _take(self, table_id: str, folded: Folded, item: Item) -> None:
+        """Apply the events of ``item`` after the entry's version, its missing
+        predecessors read back from the stream first; the table's view instead when the
+        stream lacks them or the message cannot be applied."""
+        before = entry_version(folded.entry)
+        try:
+            events = events_in(item)
+        except UNREADABLE as e:
+            await self._unreadable(table_id, folded, item, before, e)
+            return
+        if place(before, events[0][0], item.version) is Place.GAP:
+            await self._read_back(table_id, folded, item.seq)
+            before = entry_version(folded.entry)
+        where = place(before, events[0][0], item.version)
+        if where is Place.SEEN:
+            self.stats.seen += 1
+            folded.done.append(item)
+        elif where is Place.GAP:
+            await self._resync(table_id, folded, item, before)
+        else:
+            try:
+                folded.entry = applied(folded.entry, events, item.seq, item.at_ms)
+            except NotOpened as e:
+                await self._unreadable(table_id, folded, item, before, e)
+                return
+            self._done(folded, item, before)
+
+    async def _unreadable(self, table_id: str, folded: Folded, item: Item, before: int, why: Exception) -> None:
+        log.warning("lobby: %s message %d (version %d) cannot be applied (%s): the table's view instead",
+                    table_id, item.seq, item.version, why)
+        await self._resync(table_id, folded, item, before)
+
+    async def _resync(self, table_id: str, folded: Folded, item: Item, before: int) -> None:
+        """The entry from the table's view, at ``item``'s version or later; ``item``
+        waits when the view is behind it."""
+        view = await self.view_of(table_id)
+        if view.version < item.version:               # the table cannot be behind its stream
+            folded.waiting.append(item)
+            return
+        folded.entry = from_view(view, folded.entry, item.seq, item.at_ms)
+        self.stats.resyncs += 1
+        log.warning("lobby: %s rebuilt from its view at version %d", table_id, view.version)
+        self._done(folded, item, before)
+
+    def _done(self, folded: Folded, item: Item, before: int) -> None:
+        """``item`` applied to an entry that was at version ``before``."""
+        self.stats.applied += item.version - before
+        folded.done.append(item)
+        folded.changed = True
 
     async def _read_back(self, table_id: str, folded: Folded, before: int | None) -> None:
         """Apply the table's messages the stream holds after the entry's and before
-        sequence ``before`` (None: to its end): an event's predecessors after a gap, or,
-        from no entry, the whole table (a rebuild).  Stops where the stream lacks a
+        sequence ``before`` (None: to its end): a message's predecessors after a gap,
+        or, from no entry, the whole table (a rebuild).  Stops where the stream lacks a
         version (lost) or a message cannot be applied: what comes after takes the
         table's own view."""
-        start, applied, began = folded.entry, 0, time.monotonic()
+        start, began = folded.entry, time.monotonic()
+        was = entry_version(start)
         async for stored in self.stream.after(table_id, start.seq if start is not None else 0, before):
-            where = place(_version(folded.entry), stored.version)
-            if where is Place.SEEN:
+            if seen(entry_version(folded.entry), stored.version):
                 continue
-            if where is Place.GAP:
-                break
             try:
-                folded.entry = apply(folded.entry, _event_decoder.decode(stored.data), stored.version, stored.seq,
-                                     stored.at_ms, figured=False)
-            except (msgspec.DecodeError, msgspec.ValidationError, NotOpened):
+                events = events_in(stored)
+                if place(entry_version(folded.entry), events[0][0], stored.version) is Place.GAP:
+                    break
+                folded.entry = applied(folded.entry, events, stored.seq, stored.at_ms)
+            except (*UNREADABLE, NotOpened):
                 break
-            applied += 1
         folded.read_s += time.monotonic() - began
-        if applied:
+        count = entry_version(folded.entry) - was
+        if count:
             folded.changed, folded.from_zero = True, folded.from_zero or start is None
-            folded.read_back += applied
-            self.stats.read_back += applied
-
-    async def _apply(self, table_id: str, folded: Folded, item: Item, *, resync: bool) -> None:
-        if not resync:
-            try:
-                folded.entry = apply(folded.entry, _event_decoder.decode(item.data), item.version, item.seq,
-                                     item.at_ms, figured=False)
-            except (msgspec.DecodeError, msgspec.ValidationError, NotOpened) as e:
-                log.warning("lobby: %s version %d cannot be applied (%s): the table's view instead",
-                            table_id, item.version, e)
-                resync = True
-        if resync:
-            view = await self.view_of(table_id)
-            if view.version < item.version:           # the table cannot be behind its stream
-                folded.waiting.append(item)
-                return
-            folded.entry = from_view(view, folded.entry, item.seq, item.at_ms)
-            self.stats.resyncs += 1
-            log.warning("lobby: %s rebuilt from its view at version %d", table_id, view.version)
-        self.stats.applied += 1
-        folded.done.append(item)
-        folded.changed = True
+            folded.read_back += count
+            self.stats.read_back += count
 
     async def drain(self, timeout: float = 5.0) -> None:
         """Wait for the lanes at work (what is not acknowledged comes again)."""
@@ -356,18 +366,3 @@ def _release(items: list[Item]) -> None:
     for item in items:
         if not item.done.done():
             item.done.set_result(None)
-
-
-def _version(entry: LobbyEntry | None) -> int:
-    """The version an entry applied (0: no entry)."""
-    return entry.version if entry is not None else 0
-
-
-def item_of(msg: Any) -> tuple[str, Item] | None:
-    """The table and lane item of a public message; None when it says no version (or
-    is no JetStream delivery)."""
-    version, known = version_of(msg.headers), delivery(msg)
-    if version is None or known is None:
-        return None
-    table_id = subjects.table_of_public(msg.subject)
-    return table_id, Item(version, known.seq, ms_of(known.stored_ns), msg.data, msg)

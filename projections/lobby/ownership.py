@@ -4,10 +4,11 @@ Only the lobby service may write the bucket (services/auth/powers.py), but a val
 still be wrong: written before that held, by an operator's hand, by a bug; deleted or
 purged.  The lobby trusts the entries it wrote itself; one it reads from the bucket
 must decode, name the table of its key, and carry a stamp the public stream agrees
-with: the message at its ``seq`` is the table's, at its ``version`` (an entry rebuilt
-from the table's own view is ahead of that message, never behind).  A value that fails
-is not the lobby's: the lanes rebuild the entry from the public stream
-(docs/design/lobby.md, "Healing").
+with: the message at its ``seq`` is the table's, its last event at the entry's
+``version`` (the lanes apply a message to its end; an entry rebuilt from the table's
+own view is ahead of that message, never behind).  A value that fails is not the
+lobby's: the lanes rebuild the entry from the public stream (docs/design/lobby.md,
+"Healing").
 
 What this cannot tell: a value that copies a true stamp onto false seats or stacks.
 Writing one needs the lobby service's own credentials.

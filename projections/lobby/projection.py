@@ -1,4 +1,5 @@
-"""A table's public events, one by one, into its lobby entry; and an entry from the
+"""A table's public events, one by one, into its lobby entry (a message's events in
+order: the lanes and ``studroom watch`` take them apart); and an entry from the
 table's own view when the stream cannot bridge a gap.  Pure: no I/O, no clock (the
 time of an event is when JetStream stored it, handed in).
 
@@ -353,10 +354,10 @@ _APPLY: Final[dict[type[Event], Callable[[LobbyEntry, Any, int], None]]] = TABLE
 UNREAD: Final[frozenset[type[Event]]] = frozenset({PauseStarted, PauseEnded, SeatOffered})
 """The table's event types the fold reads nothing of (the pause before a hand, a seat
 offered from the waiting list): each changes only the entry's version.  The lobby's
-consumer still receives them (:func:`public_subjects`): they are about 2 of a hand's
-40-odd events, and leaving them out would turn every hand's pause into a version gap,
-read back from the stream at more cost than receiving them (docs/design/lobby.md,
-"Cost")."""
+consumer still receives them (:func:`public_subjects`): they travel in the messages
+of the events around them (one message per commit), and a message left out would be
+a version gap, read back from the stream at more cost than receiving it
+(docs/design/lobby.md, "Cost")."""
 
 READ: Final[frozenset[type[Event]]] = frozenset(_APPLY) | {TableOpened}
 """What the fold reads: every event type the domain has but :data:`UNREAD`
@@ -364,7 +365,9 @@ READ: Final[frozenset[type[Event]]] = frozenset(_APPLY) | {TableOpened}
 
 
 def public_subjects() -> str:
-    """What the lobby's consumer receives of the public stream: every type, because
-    what it could leave out (:data:`UNREAD`) is too rare to pay for (above).  Were it
-    to filter, the filter would be derived here from :data:`READ`, next to the fold."""
+    """What the lobby's consumer receives of the public stream: every message.  A
+    subject names no event type, only who else wants the message (its mark:
+    ``event_messages``), and nearly every message holds an event the fold reads
+    (:data:`READ`); what it could leave out (:data:`UNREAD`) is too rare to pay for
+    (above)."""
     return subjects.all_public_events()

@@ -32,8 +32,9 @@ from studroom.services.wire.door import QUERY_QUOTAS, Door, identified
 from studroom.services.wire.pull import PullLoop
 
 from .jetstream import consumer_config, consumer_name, ensure_bucket
-from .lanes import EVERY, Lanes, LaneStats, item_of
+from .lanes import EVERY, Lanes, LaneStats
 from .leases import Leases
+from .messages import item_of
 from .mirror import Mirror
 from .queries import answer
 

@@ -1,11 +1,13 @@
 """A table's public messages read back from the public stream (direct get), for what the
-lobby's consumer no longer brings: the predecessors of an event after a gap, and a whole
-entry rebuilt when the bucket's value is missing or not the lobby's own
+lobby's consumer no longer brings: the predecessors of a message after a gap, and a
+whole entry rebuilt when the bucket's value is missing or not the lobby's own
 (docs/design/lobby.md, "Healing").
 
-A message read back carries the same version (the relay's header), sequence and time as
-when the consumer delivered it, so folding it gives the entry the live lobby would
-have written.
+A message read back carries the same versions (the relay's header), sequence and time
+as when the consumer delivered it, so folding it gives the entry the live lobby would
+have written.  Its body is decoded only when its events are applied
+(:meth:`Stored.events`): a message the entry applied before, or one only checked
+for its stamp (:mod:`.ownership`), is not.
 """
 
 from __future__ import annotations
@@ -17,20 +19,27 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import nats.js.errors
+from studroom.domain.events import Event
 from studroom.services.wire import subjects
+from studroom.services.wire.event_messages import events_of
 
 TIME_HEADER: Final = "Nats-Time-Stamp"          # a direct get's: when JetStream stored it (RFC 3339, ns)
 
 
 @dataclass(frozen=True, slots=True)
 class Stored:
-    """One public message of a table as the stream keeps it."""
+    """One public message of a table (a run of its events) as the stream keeps it."""
 
     table_id: str
-    version: int
+    version: int                   # the table's version after its last event
     seq: int
     at_ms: int
-    data: bytes
+    msg: Any                       # the direct get's message: its body and headers
+
+    def events(self) -> list[tuple[int, Event]]:
+        """Its events with the table's version after each (raises as
+        ``event_messages.events_of``)."""
+        return events_of(self.msg)
 
 
 class PublicStream:
@@ -68,6 +77,7 @@ class PublicStream:
 
 
 def version_of(headers: dict[str, str] | None) -> int | None:
+    """The table's version after a message's last event (None: its headers do not say)."""
     text = (headers or {}).get(subjects.VERSION_HEADER, "")
     return int(text) if text.isdecimal() else None
 
@@ -77,7 +87,7 @@ def _stored(msg: Any) -> Stored | None:
     if version is None or msg.seq is None or not msg.subject:
         return None
     return Stored(subjects.table_of_public(msg.subject), version, msg.seq, stored_ms((msg.headers or {}).get(TIME_HEADER, "")),
-                  msg.data or b"")
+                  msg)
 
 
 def stored_ms(text: str) -> int:

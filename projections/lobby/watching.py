@@ -14,9 +14,9 @@ from typing import IO, Any, Final
 
 import msgspec
 from studroom.domain.events import Event
-from studroom.services.client.messages import decode_event
 from studroom.services.wire import subjects
 from studroom.services.wire.door import identity_of
+from studroom.services.wire.event_messages import events_of
 from studroom.services.wire.subjects import LOBBY_BUCKET
 
 from .entry import LobbyEntry, decode
@@ -137,8 +137,9 @@ async def watch_lobby(nc: Any, query: LobbyQuery, screen: Screen, stop: asyncio.
 
 
 class Follower:
-    """One table's entry kept current from its public events: each applied once, in
-    version order; events beyond a gap wait until the entry reaches them."""
+    """One table's entry kept current from its public events (offered one by one, a
+    message's in order): each applied once, in version order; events beyond a gap wait
+    until the entry reaches them."""
 
     def __init__(self) -> None:
         self.entry: LobbyEntry | None = None
@@ -174,10 +175,12 @@ async def watch_table(nc: Any, table_id: str, lang: str, screen: Screen, stop: a
     follower = Follower()
 
     async def public(msg: Any) -> None:
-        version = (msg.headers or {}).get(subjects.VERSION_HEADER, "")
-        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-            if version.isdecimal():
-                follower.offer(int(version), decode_event(msg.data), now_ms())
+        """A message of the table's events (one that does not decode, or says no
+        version, is passed over: a gap the lobby's answer closes)."""
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
+            at_ms = now_ms()
+            for version, event in events_of(msg):
+                follower.offer(version, event, at_ms)
 
     sub = await nc.subscribe(subjects.public_events(table_id), cb=public)
     try:

@@ -9,15 +9,16 @@ A row for each ``--write-every-ms`` of the lobby (0: a write per batch, as befor
 
 * lag: the room as ``bench room`` runs it (its services as child processes, the lobby
   among them, instant bots, NATS in operator mode); for every public event, the time
-  from its reaching a spectator to the lobby storing an entry of its table at that
-  version or later (p50, p99, max; the goal: p99 under a second), beside the round
-  trip of a bare compare-and-set write to a KV bucket of the same server; the lobby
-  process's CPU per action and per event and its KV writes per action (/proc), and its
-  CPU with the tables open and nobody playing;
+  from its message reaching a spectator to the lobby storing an entry of its table at
+  that version or later (p50, p99, max; the goal: p99 under a second), beside the
+  round trip of a bare compare-and-set write to a KV bucket of the same server; the
+  lobby process's CPU per action and per event and its KV writes per action (/proc),
+  its CPU with the tables open and nobody playing, and the relay's events per message;
 * rebuild: a simulated room's public events (at least 100,000, domain/simulate.py's
-  simulated room) in a public stream of their own; a lobby from zero applies them
-  all (events/s, CPU per event), beside a bare read of the same stream (each message
-  pulled and acknowledged, nothing done).
+  simulated room) in a public stream of their own, in messages as the relay cuts them
+  (:mod:`.lobby_rebuild`); a lobby from zero applies them all (events/s, CPU per
+  event), beside a bare read of the same stream (each message pulled and
+  acknowledged, nothing done).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from studroom.services.runtime.processes.supervisor import Services
 from studroom.services.runtime.settings import Settings
 from studroom.services.runtime.text import figures, table
 from studroom.services.wire import subjects
+from studroom.services.wire.event_messages import first_version
 from studroom.services.wire.subjects import LOBBY_BUCKET
 
 from ..lobby_lag import lags_ms
@@ -59,21 +61,29 @@ EVERY_MS = int(1000 * EVERY)
 
 @dataclasses.dataclass
 class Arrivals:
-    """When each public event and each stored entry arrived (monotonic seconds), and
-    how many actions (``Acted``, ``TimedOut``) and entry writes came while recording."""
+    """When each public event (its message) and each stored entry arrived (monotonic
+    seconds), and how many public messages, actions (``Acted``, ``TimedOut``) and entry
+    writes came while recording."""
 
     public: dict[str, dict[int, float]] = dataclasses.field(default_factory=lambda: defaultdict(dict))
     stored: dict[str, list[tuple[float, int]]] = dataclasses.field(default_factory=lambda: defaultdict(list))
     recording: bool = False
+    messages: int = 0
     actions: int = 0
     writes: int = 0
 
     async def on_public(self, msg: Any) -> None:
-        headers = msg.headers or {}
-        version = headers.get(subjects.VERSION_HEADER)
-        if self.recording and version is not None:
-            self.public[subjects.table_of_public(msg.subject)].setdefault(int(version), time.monotonic())
-            self.actions += headers.get(subjects.EVENT_HEADER) in ACTIONS
+        """A public message (a run of a table's events): each of its events' versions
+        arrived now, counted from its headers, its body not decoded."""
+        if not self.recording:
+            return
+        types = (msg.headers or {}).get(subjects.EVENTS_HEADER, "").split(",")
+        arrived, now = self.public[subjects.table_of_public(msg.subject)], time.monotonic()
+        first = first_version(msg.headers, len(types))
+        for version in range(first, first + len(types)):
+            arrived.setdefault(version, now)
+        self.messages += 1
+        self.actions += sum(kind in ACTIONS for kind in types)
 
     def on_stored(self, key: str, value: bytes) -> None:
         self.stored[key].append((time.monotonic(), decode(value).version))
@@ -170,6 +180,7 @@ async def _measure_lag(nats_url: str, authority: Any, plans: list[Any], seconds:
     lags = lags_ms(arrivals.public, arrivals.stored)
     return {
         "public events": events,
+        "public events / message": events / arrivals.messages if arrivals.messages else float("nan"),
         "actions": arrivals.actions,
         "lobby CPU ms / action": 1000 * cpu / arrivals.actions if arrivals.actions else float("nan"),
         "lobby CPU us / event": 1e6 * cpu / events if events else float("nan"),
@@ -280,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if met else 1
 
 
-_DECIMALS = {"lobby CPU ms / action": 3, "KV writes / action": 3, "idle CPU % of a core": 2, "lobby CPU us / event": 0}
+_DECIMALS = {"public events / message": 2, "lobby CPU ms / action": 3, "KV writes / action": 3, "idle CPU % of a core": 2, "lobby CPU us / event": 0}
 
 
 def side_by_side(rows: dict[int, dict[str, float]]) -> str:

@@ -55,6 +55,7 @@ from studroom.services.runtime.processes.supervisor import SERVE, Services, chil
 from studroom.services.store.inspect import load_tables
 from studroom.services.store.layout import store_schemas
 from studroom.services.wire import subjects
+from studroom.services.wire.event_messages import events_of
 
 GAMES = ("seven_card_stud", "seven_card_stud_hilo", "five_card_stud")
 SLEEPER_SEAT = 5
@@ -202,8 +203,8 @@ class Players:
 
 @dataclass
 class Recorder:
-    """Every public message (arrival time by table and version) and every value the
-    lobby stored (a KV watch: arrival time, revision, entry)."""
+    """Every public event (arrival time of its message by table and version) and every
+    value the lobby stored (a KV watch: arrival time, revision, entry)."""
 
     public: dict[str, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
     values: dict[str, list[tuple[float, int, LobbyEntry]]] = field(default_factory=lambda: defaultdict(list))
@@ -229,9 +230,9 @@ async def recording(stack: Stack) -> Any:
     auditor = await stack.connect_as("service", "lobby")
 
     async def public(msg: Any) -> None:
-        version = (msg.headers or {}).get(subjects.VERSION_HEADER)
-        if version is not None:
-            recorder.public[subjects.table_of_public(msg.subject)].setdefault(int(version), time.monotonic())
+        arrived, now = recorder.public[subjects.table_of_public(msg.subject)], time.monotonic()
+        for version, _ in events_of(msg):
+            arrived.setdefault(version, now)
 
     sub = await spectator.subscribe(subjects.all_public_events(), cb=public)
     kv = await _bucket(auditor)

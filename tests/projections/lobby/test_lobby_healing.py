@@ -22,19 +22,18 @@ import msgspec
 import nats.js.errors
 import pytest
 from lobby_stack import Players, Stack, until
-from studroom.domain.events import TableEvent
 from studroom.projections.lobby.entry import LobbyEntry, decode, encode
 from studroom.services.wire.subjects import LOBBY_BUCKET
 from studroom.projections.lobby.ordering import Place, place
 from studroom.projections.lobby.projection import apply
 from studroom.services.auth.powers import IDENTITIES
 from studroom.services.wire import subjects
+from studroom.services.wire.event_messages import events_of
 from studroom.services.wire.pull import stamp_ms
 
 pytestmark = pytest.mark.integration
 
 LOBBY = "lobby-h"
-_events = msgspec.json.Decoder(TableEvent)
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +61,12 @@ async def from_zero(js: Any, table_id: str) -> LobbyEntry:
     try:
         while True:
             msg = await sub.next_msg(timeout=5.0)
-            version, seq = int(msg.headers[subjects.VERSION_HEADER]), msg.metadata.sequence.stream
-            where = place(entry.version if entry is not None else 0, version)
-            assert where is not Place.GAP, f"{table_id}: the stream lacks versions before {version}"
-            if where is Place.NEXT:
-                entry = apply(entry, _events.decode(msg.data), version, seq, stamp_ms(msg) or 0)
+            events, seq = events_of(msg), msg.metadata.sequence.stream
+            for version, event in events:
+                where = place(entry.version if entry is not None else 0, version, version)
+                assert where is not Place.GAP, f"{table_id}: the stream lacks versions before {version}"
+                if where is Place.NEXT:
+                    entry = apply(entry, event, version, seq, stamp_ms(msg) or 0)
             if seq >= last:
                 break
     finally:

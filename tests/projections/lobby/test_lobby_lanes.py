@@ -1,175 +1,41 @@
-"""The lobby's lanes without servers: a fake bucket with JetStream's compare-and-set, a
-fake public stream, a table played in-process.  Each event counts once and in order:
-batches are written once, a redelivery changes nothing, a write refused because
-another instance wrote first is done again from the bucket's value, an event after a
-gap takes its predecessors from the stream, versions the stream lost are replaced by
-the table's own view, and a value in the bucket that is missing or not the lobby's own
-is rebuilt from the stream."""
+"""The lobby's lanes without servers (lobby_fakes.py): a fake bucket with JetStream's
+compare-and-set, a fake public stream of the relay's messages (one event each here;
+several: test_lobby_messages.py), a table played in-process.  Each event counts once
+and in order: batches are written once, a redelivery changes nothing, a write refused
+because another instance wrote first is done again from the bucket's value, an event
+after a gap takes its predecessors from the stream, versions the stream lost are
+replaced by the table's own view, and a value in the bucket that is missing or not the
+lobby's own is rebuilt from the stream."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
 import random
-from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
 
 import msgspec
-import nats.js.errors
 import pytest
-from lobby_tables import T0, entry_of, played
+from lobby_fakes import TABLE, Setup, message, stored_at
+from lobby_tables import entry_of, played
 from studroom.domain import views
 from studroom.domain.commands import StartHand
 from studroom.domain.deck import SEED_BYTES
 from studroom.domain.events import Event, HandEnded
 from studroom.domain.simulate import new_table
 from studroom.domain.table import Table
-from studroom.domain.views import TableView
-from studroom.projections.lobby.entry import LobbyEntry, decode, encode
-from studroom.projections.lobby.lanes import Lanes, item_of
+from studroom.projections.lobby.entry import encode
+from studroom.projections.lobby.lanes import Lanes
+from studroom.projections.lobby.messages import item_of
 from studroom.projections.lobby.mirror import Mirror
 from studroom.projections.lobby.stream import stored_ms
 from studroom.services.wire import subjects
 from studroom.services.wire.pull import stamp_ms
-from subject_matching import matches
-
-TABLE = "t"
-_encode = msgspec.json.Encoder().encode
-
-
-@dataclass
-class Msg:
-    """A public message as the pull loop hands it over."""
-
-    version: int
-    seq: int
-    data: bytes
-    acked: bool = False
-    naks: list[float] = field(default_factory=list)
-
-    @property
-    def subject(self) -> str:
-        return subjects.public_event(TABLE, msgspec.json.decode(self.data)["type"])
-
-    @property
-    def headers(self) -> dict[str, str]:
-        stored = datetime.datetime.fromtimestamp(stored_at(self.seq) / 1000, datetime.timezone.utc)
-        return {subjects.VERSION_HEADER: str(self.version), "Nats-Time-Stamp": stored.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
-
-    @property
-    def reply(self) -> str:
-        """JetStream's ack subject: delivered, stream and consumer sequence, stored (ns), pending."""
-        return f"$JS.ACK.{subjects.PUBLIC_STREAM}.lobby.{len(self.naks) + 1}.{self.seq}.{self.seq}.{stored_at(self.seq) * 1_000_000}.0"
-
-    async def ack(self) -> None:
-        self.acked = True
-
-    async def nak(self, delay: float | None = None) -> None:
-        self.naks.append(delay or 0.0)
-
-
-def stored_at(seq: int) -> int:
-    """When the stream stored message ``seq`` (ms)."""
-    return T0 + 1_000 * seq
-
-
-class Stream:
-    """The public stream: every stored event's public copy, one message each (seq =
-    version unless told otherwise), and the direct gets the lanes ask it."""
-
-    def __init__(self, events: list[Event], lost: set[int] = frozenset()) -> None:  # type: ignore[assignment]
-        self.messages: dict[int, Msg] = {}
-        seq = 0
-        for version, event in enumerate(events, start=1):
-            if version in lost:                       # a dead letter: never in the stream
-                continue
-            seq += 1
-            self.messages[version] = Msg(version, seq, _encode(views.public(event)))
-
-    def fresh(self, version: int) -> Msg:
-        """The same message delivered again."""
-        m = self.messages[version]
-        return Msg(m.version, m.seq, m.data)
-
-    async def get_msg(self, stream: str, seq: int, subject: str | None = None, next: bool = False,
-                      direct: bool = False) -> Any:
-        assert direct and stream == subjects.PUBLIC_STREAM and next == (subject is not None)
-        for m in sorted(self.messages.values(), key=lambda m: m.seq):
-            if (m.seq >= seq and matches(subject or "", m.subject)) if next else m.seq == seq:
-                return SimpleNamespace(seq=m.seq, subject=m.subject, headers=m.headers, data=m.data)
-        raise nats.js.errors.NotFoundError
-
-    async def stream_info(self, stream: str) -> Any:
-        return SimpleNamespace(state=SimpleNamespace(first_seq=min(m.seq for m in self.messages.values())))
-
-
-class Bucket:
-    """A KV bucket refusing a write based on a stale revision; ``before_write`` runs
-    before each write (another instance's write landing first)."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, tuple[bytes, int]] = {}
-        self.revision = 0
-        self.writes = 0
-        self.before_write: Any = None
-
-    async def get(self, key: str) -> Any:
-        if key not in self.values:
-            raise nats.js.errors.KeyNotFoundError
-        value, revision = self.values[key]
-        return SimpleNamespace(value=value, revision=revision)
-
-    async def create(self, key: str, value: bytes) -> int:
-        return self._write(key, value, None)
-
-    async def update(self, key: str, value: bytes, last: int) -> int:
-        return self._write(key, value, last)
-
-    async def delete(self, key: str, last: int) -> None:
-        self._write(key, b"", last)
-        del self.values[key]
-
-    def _write(self, key: str, value: bytes, last: int | None) -> int:
-        if self.before_write is not None:
-            hook, self.before_write = self.before_write, None
-            hook(self)
-        current = self.values.get(key)
-        if (current[1] if current else None) != last:
-            raise nats.js.errors.KeyWrongLastSequenceError
-        return self.put(key, value)
-
-    def put(self, key: str, value: bytes) -> int:
-        self.revision += 1
-        self.writes += 1
-        self.values[key] = (value, self.revision)
-        return self.revision
-
-    def entry(self) -> LobbyEntry:
-        return decode(self.values[TABLE][0])
-
-
-class Setup:
-    def __init__(self, events: list[Event], lost: set[int] = frozenset()) -> None:  # type: ignore[assignment]
-        self.events = events
-        self.stream = Stream(events, lost)
-        self.bucket = Bucket()
-        self.views: list[int] = []
-        self.lanes = Lanes(self.stream, self.bucket, self._view_of, Mirror())
-
-    async def _view_of(self, table_id: str) -> TableView:
-        self.views.append(len(self.events))
-        return views.table_view(Table.replay(self.events), None)
-
-    async def deliver(self, msgs: list[Msg]) -> None:
-        """Hand ``msgs`` to the lanes at once, as the pull loop does."""
-        items = [item_of(m) for m in msgs]
-        await asyncio.gather(*(self.lanes.take(*placed) for placed in items if placed is not None))
 
 
 def test_a_table_s_events_are_applied_in_order_and_a_batch_is_written_once() -> None:
     setup = Setup(played())
-    msgs = list(setup.stream.messages.values())
+    msgs = setup.stream.in_order()
     asyncio.run(setup.deliver(msgs))
     assert all(m.acked and not m.naks for m in msgs)
     assert setup.bucket.entry() == entry_of(setup.events)
@@ -179,7 +45,7 @@ def test_a_table_s_events_are_applied_in_order_and_a_batch_is_written_once() -> 
 
 def test_an_event_delivered_again_changes_nothing() -> None:
     setup = Setup(played())
-    asyncio.run(setup.deliver(list(setup.stream.messages.values())))
+    asyncio.run(setup.deliver(setup.stream.in_order()))
     before = dict(setup.bucket.values)
     again = [setup.stream.fresh(v) for v in sorted(setup.stream.messages, reverse=True)]
     asyncio.run(setup.deliver(again))
@@ -195,7 +61,7 @@ def test_a_write_refused_because_another_instance_wrote_first_is_done_again_from
     other = entry_of(events[:half])                               # another instance's entry
 
     setup.bucket.before_write = lambda bucket: bucket.put(TABLE, encode(other))
-    msgs = list(setup.stream.messages.values())
+    msgs = setup.stream.in_order()
     asyncio.run(setup.deliver(msgs))
     assert setup.lanes.stats.conflicts == 1
     assert all(m.acked for m in msgs)
@@ -223,7 +89,7 @@ def test_an_event_after_a_gap_takes_its_predecessor_from_the_stream() -> None:
 def test_versions_the_stream_lost_are_replaced_by_the_table_s_own_view() -> None:
     events = played(hands=1)
     setup = Setup(events, lost={11})                              # a dead letter of the relay
-    msgs = sorted(setup.stream.messages.values(), key=lambda m: m.seq)
+    msgs = setup.stream.in_order()
     asyncio.run(setup.deliver(msgs[:10]))
     asyncio.run(setup.deliver(msgs[10:]))
     assert all(m.acked for m in msgs)
@@ -235,7 +101,7 @@ def test_versions_the_stream_lost_are_replaced_by_the_table_s_own_view() -> None
 
 def test_a_message_without_a_version_is_no_item() -> None:
     async def main() -> None:
-        msg = Msg(1, 7, b"{\"type\": \"TableOpened\"}")
+        msg = message(1, played(hands=0)[:1], seq=7)
         without = SimpleNamespace(headers={}, subject=msg.subject, data=b"{}", reply=msg.reply)
         assert item_of(without) is None
         placed = item_of(msg)
@@ -250,7 +116,7 @@ def test_a_hand_that_runs_is_in_the_bucket_as_it_runs() -> None:
     table, events = new_table("five_card_stud", 3)
     events += table.execute(StartHand(seed=rng.randbytes(SEED_BYTES).hex()))
     setup = Setup(events)
-    asyncio.run(setup.deliver(list(setup.stream.messages.values())))
+    asyncio.run(setup.deliver(setup.stream.in_order()))
     entry = setup.bucket.entry()
     assert entry.running and entry.hand is not None and entry.hand.hand_no == 1
 
@@ -283,7 +149,7 @@ def test_a_value_missing_or_not_the_lobby_s_own_is_rebuilt_from_the_stream(corru
     reads back what came since); one restarted meanwhile reads back the whole table."""
     events = played()
     setup = Setup(events)
-    msgs = sorted(setup.stream.messages.values(), key=lambda m: m.seq)
+    msgs = setup.stream.in_order()
     half = len(msgs) // 2
     asyncio.run(setup.deliver(msgs[:half]))
     CORRUPTIONS[corruption](setup.bucket, events, half)
@@ -305,7 +171,7 @@ def test_a_quiet_table_s_value_deleted_comes_back_without_a_new_event() -> None:
     setup = Setup(events)
 
     async def main() -> None:
-        await setup.deliver(list(setup.stream.messages.values()))
+        await setup.deliver(setup.stream.in_order())
         setup.bucket.values.pop(TABLE)
         setup.lanes.mirror.put(TABLE, setup.bucket.revision + 1, None)    # the watcher sees the delete
         await asyncio.sleep(0)
@@ -344,7 +210,7 @@ def test_a_table_s_entry_is_written_at_most_once_an_interval_and_the_first_event
     lanes' interval; the first after a quiet spell is not kept waiting."""
     setup = Setup(played(hands=2))
     setup.lanes.every = 0.2
-    msgs = sorted(setup.stream.messages.values(), key=lambda m: m.seq)
+    msgs = setup.stream.in_order()
 
     async def main() -> tuple[float, float]:
         started = asyncio.get_running_loop().time()

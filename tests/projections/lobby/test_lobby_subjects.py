@@ -1,8 +1,9 @@
 """What the lobby receives of the public stream and what its fold reads come from one
 place (projections/lobby/projection.py, ``READ`` and ``UNREAD`` beside the fold): every
-event type of the domain is one or the other, the consumer's filter lets every type
-the fold reads through, and a type it does not read changes only the entry's version
-(issue 20; docs/design/lobby.md, "Cost")."""
+event type of the domain is one or the other, the consumer's filter lets through every
+message holding a type the fold reads (whatever its mark says of the other events
+beside it), and a type it does not read changes only the entry's version (issue 20;
+docs/design/lobby.md, "Cost")."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from studroom.domain.events import Event, PauseEnded, PauseStarted, SeatOffered
 from studroom.projections.lobby.jetstream import consumer_config
 from studroom.projections.lobby.projection import READ, UNREAD, apply
 from studroom.services.wire import subjects
+from studroom.services.wire.event_messages import INTERESTS, mark_of
 from subject_matching import matches
 
 
@@ -30,8 +32,11 @@ def test_every_event_type_is_read_by_the_fold_or_named_unread_never_both() -> No
 def test_the_lobby_s_consumer_receives_every_type_the_fold_reads() -> None:
     config = consumer_config("t")
     filters = [config.filter_subject] if config.filter_subject else list(config.filter_subjects or [])
+    beside = [[], *([next(iter(i.events))] for i in INTERESTS)]         # what else the message holds
     for kind in READ:
-        assert any(matches(f, subjects.public_event("t01", kind.__name__)) for f in filters), kind
+        for others in beside:
+            subject = subjects.public_message("t01", mark_of([kind.__name__, *others]))
+            assert any(matches(f, subject) for f in filters), (kind, others)
 
 
 def test_a_type_the_fold_does_not_read_changes_only_the_version() -> None:
