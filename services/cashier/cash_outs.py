@@ -3,11 +3,16 @@ exactly once.
 
 The cashier follows the relay's public stream with a durable pull consumer that every
 instance shares (each message goes to one of them).  Of its events only ``PlayerLeft``
-matters: the consumer is filtered on it (``CASHED_EVENTS``, the one list the filter and
-the handler are made of), so the server sends the cashier nothing else.  Each credits ``cashed_out`` to the player's account as ``CashedOut(table,
-version)``; the account credits a ``PlayerLeft`` once (it keeps the versions it was
-credited for, per table), so a redelivery after a crash or a lost ack credits nothing.
-A message is acked only after its credit is stored.
+matters: the relay marks a message holding one for the cashier's interest
+(``event_messages.LEAVES``, ``INTEREST`` here) and the consumer is filtered on that
+mark, so the server sends the cashier nothing else.  A message holds a run of one
+table's events (``wire/event_messages.py``), of which any number are ``PlayerLeft``:
+each credits ``cashed_out`` to its player's account as ``CashedOut(table, version)``,
+``version`` being that event's own.  The account credits a ``PlayerLeft`` once (it
+keeps the versions it was credited for, per table), so a redelivery after a crash or a
+lost ack credits nothing again, and a message whose credits were stored in part (the
+store failed at its second) is safely done again whole.  A message is acked only after
+all its credits are stored.
 """
 
 from __future__ import annotations
@@ -21,35 +26,23 @@ from nats.js.api import ConsumerConfig
 from studroom.domain.events import PlayerLeft
 
 from ..store.port import VersionConflict
-from ..wire import subjects
-from ..wire.pull import public_events_filter, retry_later, shared_consumer
+from ..wire import event_messages, subjects
+from ..wire.pull import retry_later, shared_consumer
 from .account_store import Books
 from .saga import ATTEMPTS, now_ms
 
 log = logging.getLogger("studroom.cashier")
 
 CONSUMER: Final = "studroom_cashier"          # on STUDROOM_PUBLIC
-CASHED_EVENTS: Final = (PlayerLeft,)          # the public events a cash-out is made of
-_CASHED: Final = frozenset(kind.__name__ for kind in CASHED_EVENTS)
-
-
-class _Left(msgspec.Struct, frozen=True):
-    """The fields of a public ``PlayerLeft`` the cashier reads."""
-
-    type: str
-    seat: int
-    player: str
-    cashed_out: int
-
-
-_decode_left = msgspec.json.Decoder(_Left).decode
+INTEREST: Final = event_messages.LEAVES       # the messages holding a PlayerLeft
 
 
 def consumer_config(durable: str = CONSUMER, ack_wait: float = 10.0) -> ConsumerConfig:
-    """Every ``PlayerLeft`` from the first (none is ever missed), each redelivered until
-    acked; no other event.  A consumer of an older version (every public event) is
-    updated in place by ``ensure_consumer`` (a new filter keeps its position)."""
-    return shared_consumer(durable, public_events_filter(CASHED_EVENTS), ack_wait,
+    """Every message with a ``PlayerLeft`` from the first (none is ever missed), each
+    redelivered until acked; no other message.  A consumer of an older version (every
+    public event, or one subject per event type) is updated in place by
+    ``ensure_consumer`` (a new filter keeps its position)."""
+    return shared_consumer(durable, event_messages.marked_subjects(INTEREST), ack_wait,
                            "studroom cashier: PlayerLeft -> cash-outs")
 
 
@@ -60,28 +53,28 @@ class CashOuts:
         self.repeated = 0            # PlayerLeft credited before (redelivered)
 
     async def on_public(self, msg: Any) -> None:
-        headers = msg.headers or {}
-        if headers.get(subjects.EVENT_HEADER) not in _CASHED:    # a consumer the server kept unfiltered
+        if not event_messages.is_wanted(msg.subject, INTEREST):    # a consumer the server kept unfiltered
             await msg.ack()
             return
         try:
-            left = _decode_left(msg.data)
-            version = int(headers[subjects.VERSION_HEADER])
             table_id = subjects.table_of_public(msg.subject)
-        except (msgspec.DecodeError, msgspec.ValidationError, KeyError, ValueError) as e:
-            log.error("a PlayerLeft on %s the cashier cannot read (%s): skipped", msg.subject, e)
+            leaves = [(version, event) for version, event in event_messages.events_of(msg)
+                      if isinstance(event, PlayerLeft)]
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
+            log.error("a message on %s the cashier cannot read (%s): skipped", msg.subject, e)
             await msg.ack()
             return
-        try:
-            await self.credit(table_id, version, left)
-        except Exception as e:  # noqa: BLE001 (the store is away, or conflicts: redelivered later)
-            log.warning("cash-out of %s at %s v%d not booked yet (%r): redelivery", left.player, table_id,
-                        version, e)
-            await retry_later(msg)
-            return
+        for version, left in leaves:
+            try:
+                await self.credit(table_id, version, left)
+            except Exception as e:  # noqa: BLE001 (the store is away, or conflicts: redelivered later)
+                log.warning("cash-out of %s at %s v%d not booked yet (%r): redelivery", left.player, table_id,
+                            version, e)
+                await retry_later(msg)
+                return
         await msg.ack()
 
-    async def credit(self, table_id: str, version: int, left: _Left) -> None:
+    async def credit(self, table_id: str, version: int, left: PlayerLeft) -> None:
         """Credit ``left.cashed_out`` to the player's account unless it was before."""
         if left.cashed_out <= 0:
             return

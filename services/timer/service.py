@@ -3,14 +3,15 @@
     studroom serve timer [--instance-id ID]
 
 A NATS client with the credentials of the service "timer".  It reads the relay's
-public events: each ``TurnStarted`` (and ``PauseStarted``, the pause before a hand)
-becomes ONE JetStream message schedule for its table (the next turn's replaces it:
-``turns.py``), the durable backstop, and a timer in this instance's local wheel
-(``local_wheel.py``), which sends ``Timeout(turn, seat)`` to the table as the service
-"timer" at the deadline (``timeouts.py``; no clock in it: the table dates it).  When a
-schedule fires, the service sends the Timeout unless its own wheel already had the
-table's answer, and acks after the reply; a busy or unreachable table gets the message
-again later.  The design, the guarantees and the lateness: docs/design/timer.md.
+public messages that hold a turn: a message's last ``TurnStarted`` (or
+``PauseStarted``, the pause before a hand) becomes ONE JetStream message schedule for
+its table (the next turn's replaces it: ``turns.py``), the durable backstop, and a
+timer in this instance's local wheel (``local_wheel.py``), which sends
+``Timeout(turn, seat)`` to the table as the service "timer" at the deadline
+(``timeouts.py``; no clock in it: the table dates it).  When a schedule fires, the
+service sends the Timeout unless its own wheel already had the table's answer, and acks
+after the reply; a busy or unreachable table gets the message again later.  The
+design, the guarantees and the lateness: docs/design/timer.md.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import nats.js.errors
 
 from ..wire import subjects
 from ..wire.declared import wait_for_stream
+from ..wire.event_messages import is_wanted
 from ..wire.pull import PullLoop, retry_later, stamp_ms
 from .last_schedules import LastSchedules
 from .local_wheel import FireDone, LocalWheel, Source
@@ -44,7 +46,7 @@ from .streams import (
     turns_consumer_config,
 )
 from .timeouts import Timeouts, is_final, table_client
-from .turns import WANTED_EVENTS, decode_head, publish_schedule, timer_of
+from .turns import INTEREST, publish_schedule, timer_of, turns_of
 
 log = logging.getLogger("studroom.timer")
 
@@ -130,21 +132,22 @@ class TimerService:
     # -- public events: the turns
 
     async def _on_public(self, msg: Any) -> None:
-        kind = msg.headers.get(subjects.EVENT_HEADER) if msg.headers else None
-        if kind is not None and kind not in WANTED_EVENTS:      # a consumer the server kept unfiltered
+        if not is_wanted(msg.subject, INTEREST):        # a consumer the server kept unfiltered
             await msg.ack()
             return
         try:
-            head = decode_head(msg.data)
+            turns = turns_of(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError):
             self.stats.error(BAD_EVENT)
             log.warning("undecodable public message on %s: skipped", msg.subject)
             await msg.ack()
             return
-        if head.type not in WANTED_EVENTS:
+        if not turns:
             await msg.ack()
             return
-        self.stats.turns_seen += 1
+        self.stats.turns_seen += len(turns)
+        self.stats.superseded += len(turns) - 1         # the message's later turn ended them
+        head = turns[-1]
         timer = timer_of(subjects.table_of_public(msg.subject), head)
         if timer is None:
             self.stats.error(BAD_TURN)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 class TimerStats:
     turns_seen: int = 0          # TurnStarted / PauseStarted events read
     scheduled: int = 0           # schedules published (and set in the local wheel)
-    superseded: int = 0          # a turn older than the pending schedule: skipped
+    superseded: int = 0          # a turn older than the pending schedule, or before its message's last: skipped
     schedule_reads: int = 0      # schedule subjects read before a publish (nothing known, a wrong guess)
     notices: int = 0             # turn notices sent to the other instances
     fired: int = 0               # fired schedules (the backstop) received

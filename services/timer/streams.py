@@ -18,15 +18,16 @@ from nats.js.api import (
 
 from ..wire import subjects
 from ..wire.declared import Refused, ensure_consumer, ensure_stream
-from ..wire.pull import public_events_filter, shared_consumer
-from .turns import TIMED_EVENTS
+from ..wire.event_messages import marked_subjects
+from ..wire.pull import shared_consumer
+from .turns import INTEREST
 
 __all__ = ["FIRES_CONSUMER", "TURNS_CONSUMER", "ensure_consumer", "ensure_timer_stream", "fires_consumer_config",
            "timer_stream_config", "turns_consumer_config"]
 
 log = logging.getLogger("studroom.timer")
 
-TURNS_CONSUMER = "studroom_timer"            # on STUDROOM_PUBLIC: TurnStarted, PauseStarted
+TURNS_CONSUMER = "studroom_timer"            # on STUDROOM_PUBLIC: messages with a TurnStarted, PauseStarted
 FIRES_CONSUMER = "studroom_timer_fire"       # on STUDROOM_TIMERS: fired timers
 TIMERS_MAX_BYTES = 64 * 1024 * 1024          # one schedule per table and the fires not yet taken: a few kB each
 TIMER_MAX_SIZE = 64 * 1024                   # bytes of one schedule or fire (a few hundred in fact)
@@ -63,11 +64,12 @@ async def ensure_timer_stream(js: Any, replicas: int = 1) -> None:
 
 
 def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:
-    """Only the events that start a timer (``turns.TIMED_EVENTS``): the server sends
-    this consumer nothing else.  A consumer of an older version (every public event) is
+    """Only the messages holding an event that starts a timer (their subject's mark
+    says so: ``turns.INTEREST``): the server sends this consumer nothing else.  A
+    consumer of an older version (every public event, or one subject per event type) is
     updated in place by ``ensure_consumer``: the server allows a new filter on a live
     consumer, which keeps its position."""
-    return shared_consumer(TURNS_CONSUMER, public_events_filter(TIMED_EVENTS), ack_wait,
+    return shared_consumer(TURNS_CONSUMER, marked_subjects(INTEREST), ack_wait,
                            "studroom timer service: TurnStarted, PauseStarted -> schedules")
 
 

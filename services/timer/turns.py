@@ -1,11 +1,13 @@
 """A turn read from the public stream becomes its table's ONE pending schedule.
 
 The relay's ``TurnStarted`` (and ``PauseStarted``, the pause before a hand, whose
-timer's kind is "pause") carries the turn and its deadline.  Its schedule is published
-by compare-and-set on the table's schedule subject, against what this instance knows
-of it (``last_schedules.py``: in memory, read once when it knows nothing): a turn not
-newer than the known one is skipped (superseded: a redelivery, or another instance was
-first), a write by another instance meanwhile makes it look again.  docs/design/timer.md.
+timer's kind is "pause") carries the turn and its deadline; of a message's events (a
+run of one table's, ``wire/event_messages.py``) only the last of these counts, the
+earlier ones being over.  Its schedule is published by compare-and-set on the table's
+schedule subject, against what this instance knows of it (``last_schedules.py``: in
+memory, read once when it knows nothing): a turn not newer than the known one is
+skipped (superseded: a redelivery, or another instance was first), a write by another
+instance meanwhile makes it look again.  docs/design/timer.md.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ import nats.errors
 import nats.js.errors
 from studroom.domain.events import PauseStarted, TurnStarted
 
-from ..wire import subjects
+from ..wire import event_messages, subjects
 from .last_schedules import EMPTY, NO_TURN, Last, LastSchedules, actual_last
 from .schedule import TimerPayload, decode_payload, encode_payload, schedule_headers
 
-# The public events that start a timer: the ONE list both the turns consumer's filter
-# (streams.py) and the handler (service.py) are made of; and the kind of a timer
-# whose event has none of its own.
-TIMED_EVENTS: Final = (TurnStarted, PauseStarted)
+# The public events that start a timer, and the kind of a timer whose event has none of
+# its own: the ONE list the handler (service.py) reads a message by.  The relay marks a
+# message holding one of them for the timer's interest (``event_messages.TURNS``, what
+# the turns consumer filters on, streams.py): a test keeps the two the same.
 WANTED_EVENTS: Final = {TurnStarted.__name__: "act", PauseStarted.__name__: "pause"}
+INTEREST: Final = event_messages.TURNS
 WRONG_LAST_SEQUENCE: Final = 10071           # JetStream API error code
 PUBLISH_ATTEMPTS: Final = 10                 # compare-and-set rounds before a redelivery
 
@@ -40,7 +43,17 @@ class TurnHead(msgspec.Struct, frozen=True):
     deadline_ms: int | None = None
 
 
-decode_head = msgspec.json.Decoder(TurnHead).decode
+_decode_head = msgspec.json.Decoder(TurnHead).decode
+_decode_heads = msgspec.json.Decoder(list[TurnHead]).decode
+
+
+def turns_of(data: bytes) -> list[TurnHead]:
+    """A public message's events that start a timer, in order (its last one is the
+    table's turn; the earlier ones are over).  Reads only their heads, a first-format
+    body (one event, an object) too; raises msgspec.DecodeError or
+    msgspec.ValidationError for anything else."""
+    heads = [_decode_head(data)] if data[:1] == b"{" else _decode_heads(data)
+    return [head for head in heads if head.type in WANTED_EVENTS]
 
 
 def timer_of(table_id: str, head: TurnHead) -> TimerPayload | None:

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 from studroom.domain.commands import Timeout
@@ -40,9 +39,8 @@ from studroom.services.timer.schedule import (
 )
 from studroom.services.timer.service import TimerService
 from studroom.services.wire import protocol, subjects
+from studroom.services.wire.event_messages import public_message
 from studroom.services.wire.pull import PullLoop
-
-_encode = msgspec.json.Encoder().encode
 
 
 @dataclass
@@ -257,8 +255,8 @@ async def timers_via_public(nc: Any, service: TimerService, n: int, lead: float,
     for i in range(n):
         deadline = base + (i * spread_ms // n if spread_ms else 0)
         event = TurnStarted(turn=1, seat=0, kind="act", deadline_ms=deadline, options=["fold", "call"])
-        coros.append(js.publish(subjects.public_event(f"{prefix}{i}", "TurnStarted"), _encode(event),
-                                headers={subjects.EVENT_HEADER: "TurnStarted"}))
+        message = public_message(f"{prefix}{i}", 1, [event])
+        coros.append(js.publish(message.subject, message.payload, headers=message.headers))
     scheduled = service.stats.scheduled
     await _gather_limited(coros)
     while service.stats.scheduled - scheduled < n:      # every turn read, scheduled and armed

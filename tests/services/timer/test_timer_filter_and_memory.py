@@ -1,7 +1,7 @@
-"""The timer receives only the events it acts on (its consumer's filter and its handler
-are made of one list), and publishes a turn's schedule without reading the subject
-before it: it keeps each table's last schedule in memory (rules R18, R20).
-Without servers: the fakes of test_timer_handling."""
+"""The timer receives only the messages it acts on (its consumer's filter is the mark
+of the events its handler reads, and the two lists are kept the same), and publishes a
+turn's schedule without reading the subject before it: it keeps each table's last
+schedule in memory (rules R18, R20).  Without servers: the fakes of test_timer_handling."""
 
 from __future__ import annotations
 
@@ -14,24 +14,30 @@ from studroom.domain.events import EVENT_TYPES, PauseStarted, TurnStarted
 from studroom.services.timer.local_wheel import Notice
 from studroom.services.timer.schedule import EXPECTED_LAST_SUBJECT_SEQUENCE, decode_payload
 from studroom.services.timer.streams import turns_consumer_config
-from studroom.services.timer.turns import TIMED_EVENTS, WANTED_EVENTS
-from studroom.services.wire import subjects
-from studroom.services.wire.subjects import EVENT_HEADER
+from studroom.services.timer.turns import INTEREST, WANTED_EVENTS
+from studroom.services.wire import event_messages, subjects
+from subject_matching import matches
 from test_timer_handling import DEADLINE_MS, FakeJetStream, FakeTable, Msg
 from test_timer_wheel import T0, Clock, public, service_with
 
 
 def _like_a_turn(kind: str, table_id: str = "t1") -> Msg:
-    """A public message of type ``kind`` whose body would make a timer if it were read."""
-    body = msgspec.json.encode({"type": kind, "turn": 5, "seat": 1, "deadline_ms": DEADLINE_MS})
-    return Msg(subjects.public_event(table_id, kind), body, {EVENT_HEADER: kind})
+    """The relay's message of one event of type ``kind`` whose body would make a timer
+    if it were read."""
+    body = event_messages.body([msgspec.json.encode({"type": kind, "turn": 5, "seat": 1, "deadline_ms": DEADLINE_MS})])
+    return Msg(subjects.public_message(table_id, event_messages.mark_of([kind])), body,
+               event_messages.headers(9, [kind]))
+
+
+def test_R18_the_events_the_timer_reads_are_the_ones_the_relay_marks_for_it() -> None:
+    assert INTEREST is event_messages.TURNS
+    assert set(WANTED_EVENTS) == event_messages.TURNS.events == {TurnStarted.__name__, PauseStarted.__name__}
 
 
 def test_R18_every_event_the_timer_acts_on_is_in_its_consumers_filter_and_no_other() -> None:
     config = turns_consumer_config()
     assert config.filter_subject is None
-    assert sorted(config.filter_subjects or []) == sorted(subjects.public_events_of(kind.__name__)
-                                                          for kind in TIMED_EVENTS)
+    assert config.filter_subjects == event_messages.marked_subjects(event_messages.TURNS)
     acted = set()
     for event_type in EVENT_TYPES:
         js = FakeJetStream()
@@ -41,12 +47,13 @@ def test_R18_every_event_the_timer_acts_on_is_in_its_consumers_filter_and_no_oth
         assert msg.acked
         if js.published:
             acted.add(event_type)
-    assert acted == set(TIMED_EVENTS) == {TurnStarted, PauseStarted}
-    assert set(WANTED_EVENTS) == {kind.__name__ for kind in TIMED_EVENTS}
+        filtered_in = any(matches(f, msg.subject) for f in config.filter_subjects)
+        assert filtered_in == (event_type in acted), event_type
+    assert acted == {TurnStarted, PauseStarted}
 
 
 def _turn(turn: int, table_id: str = "t1") -> Msg:
-    return public(table_id, TurnStarted(turn=turn, seat=1, kind="act", deadline_ms=T0 + 5_000))
+    return public(TurnStarted(turn=turn, seat=1, kind="act", deadline_ms=T0 + 5_000), table_id=table_id)
 
 
 def test_R20_a_tables_next_turns_are_scheduled_without_reading_the_subject() -> None:

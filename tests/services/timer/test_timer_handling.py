@@ -14,7 +14,7 @@ import nats.js.errors
 import pytest
 from studroom.domain import errors
 from studroom.domain.commands import Timeout
-from studroom.domain.events import TimedOut, TurnStarted
+from studroom.domain.events import Acted, Event, PauseStarted, PlayerLeft, TimedOut, TurnStarted
 from studroom.services.timer.schedule import (
     EXPECTED_LAST_SUBJECT_SEQUENCE,
     TimerPayload,
@@ -25,8 +25,7 @@ from studroom.services.timer.schedule import (
 from studroom.services.timer.service import BAD_EVENT, BAD_TIMER, BAD_TURN, TimerService
 from studroom.services.timer.timeouts import table_client
 from studroom.services.timer.turns import WRONG_LAST_SEQUENCE
-from studroom.services.wire import protocol, subjects
-from studroom.services.wire.subjects import EVENT_HEADER
+from studroom.services.wire import event_messages, protocol, subjects
 
 FIRED = datetime(2026, 11, 29, 12, 0, 0, 100_000, tzinfo=UTC)
 DEADLINE_MS = int(FIRED.timestamp() * 1000) - 100
@@ -192,22 +191,29 @@ def test_a_fired_message_that_is_not_a_timer_is_acked_and_counted() -> None:
 # ------------------------------------------------------------------- public events
 
 
-def _public(event: Any, table_id: str = "t1", header: bool = True) -> Msg:
-    headers = {EVENT_HEADER: type(event).__name__} if header else None
-    return Msg(subjects.public_event(table_id, type(event).__name__), msgspec.json.encode(event), headers)
+def public(*events: Event, table_id: str = "t1") -> Msg:
+    """The relay's message of a run of ``table_id``'s events (from version 9 on)."""
+    message = event_messages.public_message(table_id, 9, events)
+    return Msg(message.subject, message.payload, message.headers)
+
+
+def _first_format(event: Event) -> Msg:
+    """A message of the first format (one event, an object), marked as now."""
+    message = event_messages.public_message("t1", 9, [event])
+    return Msg(message.subject, msgspec.json.encode(event), message.headers)
 
 
 def _turn(turn: int, deadline_ms: int = DEADLINE_MS, seat: int = 1, kind: str = "act") -> TurnStarted:
     return TurnStarted(turn=turn, seat=seat, kind=kind, deadline_ms=deadline_ms, options=["fold"])
 
 
-@pytest.mark.parametrize("header", [True, False])
-def test_a_turn_started_becomes_the_tables_one_schedule(header: bool) -> None:
+@pytest.mark.parametrize("made", [public, _first_format], ids=["array", "first_format"])
+def test_a_turn_started_becomes_the_tables_one_schedule(made: Any) -> None:
     js = FakeJetStream()
     service = _service(js=js)
-    msg = _public(_turn(7, seat=3, kind="show"), header=header)
+    msg = made(_turn(7, seat=3, kind="show"))
     asyncio.run(service._on_public(msg))
-    assert msg.acked and service.stats.scheduled == 1
+    assert msg.acked and service.stats.scheduled == 1 and service.stats.turns_seen == 1
     [(subject, payload, headers)] = js.published
     assert subject == subjects.timer_schedule("t1")
     assert decode_payload(payload) == TimerPayload(table_id="t1", turn=7, deadline_ms=DEADLINE_MS,
@@ -217,13 +223,42 @@ def test_a_turn_started_becomes_the_tables_one_schedule(header: bool) -> None:
                        EXPECTED_LAST_SUBJECT_SEQUENCE: "0"}
 
 
+def test_of_a_message_with_several_turns_the_last_is_scheduled() -> None:
+    """One commit's events: the earlier turns are over, the last one is the table's."""
+    js = FakeJetStream()
+    service = _service(js=js)
+    msg = public(TimedOut(seat=1, turn=6, outcome="fold"), _turn(7, seat=2), Acted(seat=2, action="call", amount=20),
+                 PauseStarted(turn=8, deadline_ms=DEADLINE_MS, pause_ms=500), _turn(9, seat=3),
+                 PlayerLeft(seat=1, player="alice", cashed_out=100))
+    asyncio.run(service._on_public(msg))
+    assert msg.acked
+    assert [decode_payload(p) for _, p, _ in js.published] == [
+        TimerPayload(table_id="t1", turn=9, deadline_ms=DEADLINE_MS, seat=3, kind="act")]
+    assert (service.stats.turns_seen, service.stats.scheduled, service.stats.superseded) == (3, 1, 2)
+
+
+def test_a_message_whose_last_turn_is_older_than_the_pending_one_changes_nothing() -> None:
+    """A redelivered commit: its turns were scheduled before, and a newer one since."""
+    js = FakeJetStream()
+    service = _service(js=js)
+
+    async def main() -> None:
+        await service._on_public(public(_turn(7), _turn(8)))
+        await service._on_public(public(_turn(9)))
+        await service._on_public(public(_turn(7), _turn(8)))
+
+    asyncio.run(main())
+    assert [decode_payload(p).turn for _, p, _ in js.published] == [8, 9]
+    assert service.stats.turns_seen == 5 and service.stats.superseded == 3
+
+
 def test_the_next_turn_replaces_the_pending_schedule_and_an_older_one_does_not() -> None:
     js = FakeJetStream()
     service = _service(js=js)
 
     async def main() -> None:
         for turn in (7, 8, 7):
-            await service._on_public(_public(_turn(turn)))
+            await service._on_public(public(_turn(turn)))
 
     asyncio.run(main())
     assert [decode_payload(p).turn for _, p, _ in js.published] == [7, 8]
@@ -234,7 +269,7 @@ def test_the_next_turn_replaces_the_pending_schedule_and_an_older_one_does_not()
 def test_a_schedule_written_meanwhile_by_another_instance_is_read_again() -> None:
     js = FakeJetStream(lose_races=2)
     service = _service(js=js)
-    asyncio.run(service._on_public(_public(_turn(7))))
+    asyncio.run(service._on_public(public(_turn(7))))
     assert [decode_payload(p).turn for _, p, _ in js.published] == [7]
     assert js.published[0][2][EXPECTED_LAST_SUBJECT_SEQUENCE] == "2"
 
@@ -242,14 +277,15 @@ def test_a_schedule_written_meanwhile_by_another_instance_is_read_again() -> Non
 def test_events_the_timer_does_not_need_are_acked_unread() -> None:
     js = FakeJetStream()
     service = _service(js=js)
-    msg = Msg(subjects.public_event("t1", "CardsDealt"), b"not even json", {EVENT_HEADER: "CardsDealt"})
+    msg = Msg(subjects.public_message("t1", event_messages.PLAIN), b"not even json",
+              event_messages.headers(9, ["CardsDealt"]))
     asyncio.run(service._on_public(msg))
-    assert msg.acked and not js.published and not service.stats.errors
+    assert msg.acked and not js.published and not service.stats.errors and not service.stats.turns_seen
 
 
 def test_a_public_message_that_cannot_be_read_is_acked_and_counted() -> None:
     service = _service()
-    msg = Msg(subjects.public_event("t1", "TurnStarted"), b"not json")
+    msg = Msg(subjects.public_message("t1", event_messages.TURNS.token), b"not json")
     asyncio.run(service._on_public(msg))
     assert msg.acked and service.stats.errors == {BAD_EVENT: 1}
 
@@ -257,7 +293,7 @@ def test_a_public_message_that_cannot_be_read_is_acked_and_counted() -> None:
 def test_a_turn_without_a_deadline_is_acked_and_counted() -> None:
     js = FakeJetStream()
     service = _service(js=js)
-    msg = Msg(subjects.public_event("t1", "TurnStarted"), b'{"type":"TurnStarted","turn":3}')
+    msg = Msg(subjects.public_message("t1", event_messages.TURNS.token), b'[{"type":"TurnStarted","turn":3}]')
     asyncio.run(service._on_public(msg))
     assert msg.acked and not js.published and service.stats.errors == {BAD_TURN: 1}
 
@@ -268,18 +304,21 @@ def test_a_nats_failure_while_scheduling_leaves_the_event_for_redelivery() -> No
             raise nats.errors.TimeoutError
 
     service = _service(js=Down())
-    msg = _public(_turn(7))
+    msg = public(_turn(7))
     asyncio.run(service._on_public(msg))
     assert not msg.acked and msg.naks == [pytest.approx(0.2)] and service.stats.retried == 1
     assert not service._locks                        # no lock left behind
 
 
-def test_a_timed_out_event_is_acked_and_left_to_the_lobby() -> None:
+@pytest.mark.parametrize("mark", [event_messages.PLAIN, event_messages.TURNS.token])
+def test_a_timed_out_event_is_acked_and_left_to_the_lobby(mark: str) -> None:
+    """As marked (plain), or in a message marked as holding a turn that holds none."""
     js = FakeJetStream()
     service = _service(js=js)
-    msg = _public(TimedOut(seat=1, turn=5, outcome="fold"))
+    msg = public(TimedOut(seat=1, turn=5, outcome="fold"))
+    msg.subject = subjects.public_message("t1", mark)
     asyncio.run(service._on_public(msg))
-    assert msg.acked and not js.published and not service.stats.errors
+    assert msg.acked and not js.published and not service.stats.errors and not service.stats.turns_seen
 
 
 def test_the_timer_sends_as_the_service_timer_on_its_own_command_subject() -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-import msgspec
-
 from studroom.domain import errors
 from studroom.domain.commands import Timeout
 from studroom.domain.events import PauseStarted, TurnStarted
@@ -17,8 +15,7 @@ from studroom.services.timer.schedule import TimerPayload, decode_payload, encod
 from studroom.services.timer.service import TimerService
 from studroom.services.timer.wheel import Wheel
 from studroom.services.wire import subjects
-from studroom.services.wire.subjects import EVENT_HEADER
-from test_timer_handling import FakeJetStream, FakeTable, Msg
+from test_timer_handling import FakeJetStream, FakeTable, Msg, public
 
 T0 = 1_800_000_000_000
 
@@ -75,10 +72,6 @@ def service_with(table: FakeTable, js: FakeJetStream, clock: Clock, instance_id:
     return TimerService(nc, instance_id=instance_id, client=table, clock=clock)
 
 
-def public(table_id: str, event: TurnStarted | PauseStarted) -> Msg:
-    return Msg(subjects.public_event(table_id, type(event).__name__), msgspec.json.encode(event), {EVENT_HEADER: type(event).__name__})
-
-
 def test_R18_a_turn_learned_is_timed_out_by_the_wheel_and_the_backstop_is_skipped() -> None:
     clock, table, js = Clock(T0), FakeTable("ok"), FakeJetStream()
     service = service_with(table, js, clock)
@@ -88,7 +81,7 @@ def test_R18_a_turn_learned_is_timed_out_by_the_wheel_and_the_backstop_is_skippe
     async def main() -> None:
         stop = asyncio.Event()
         wheel = asyncio.create_task(service.local.run(stop))
-        await service._on_public(public("t1", TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 + 1000)))
+        await service._on_public(public(TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 + 1000)))
         assert len(service.local.wheel) == 1 and js.published    # durable schedule first, then the wheel
         await asyncio.sleep(0.05)
         assert table.sent == []                                   # not before the deadline
@@ -115,7 +108,7 @@ def test_R5_a_pause_between_hands_is_timed_out_like_a_turn() -> None:
     service = service_with(table, js, clock)
 
     async def main() -> None:
-        await service._on_public(public("t1", PauseStarted(turn=7, deadline_ms=T0 + 500, pause_ms=500)))
+        await service._on_public(public(PauseStarted(turn=7, deadline_ms=T0 + 500, pause_ms=500)))
         clock.ms = T0 + 500
         [due] = service.local.wheel.due(T0 + 500)
         await service.local.fire(due)
@@ -129,7 +122,7 @@ def test_R5_a_pause_between_hands_is_timed_out_like_a_turn() -> None:
 def test_a_deadline_already_past_is_left_to_the_schedule() -> None:
     clock, js = Clock(T0), FakeJetStream()
     service = service_with(FakeTable(), js, clock)
-    asyncio.run(service._on_public(public("t1", TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 - 1))))
+    asyncio.run(service._on_public(public(TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 - 1))))
     assert js.published and len(service.local.wheel) == 0
 
 
@@ -146,10 +139,10 @@ def test_R20_a_newer_turn_set_by_another_instance_drops_the_older_timer() -> Non
     here.nc.publish = there.nc.publish = publish
 
     async def main() -> None:
-        await here._on_public(public("t1", TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 + 1000)))
+        await here._on_public(public(TurnStarted(turn=3, seat=1, kind="act", deadline_ms=T0 + 1000)))
         await here.local.on_notice(sent[-1])                # its own notice: kept
         assert len(here.local.wheel) == 1
-        await there._on_public(public("t1", TurnStarted(turn=4, seat=0, kind="act", deadline_ms=T0 + 2000)))
+        await there._on_public(public(TurnStarted(turn=4, seat=0, kind="act", deadline_ms=T0 + 2000)))
         await here.local.on_notice(sent[-1])
 
     asyncio.run(main())

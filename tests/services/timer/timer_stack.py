@@ -41,12 +41,11 @@ from studroom.services.runtime.settings import (
 )
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
-from studroom.services.wire import subjects
+from studroom.services.wire import event_messages, subjects
 
 STAKES = Stakes(ante=5, bring_in=10, small_bet=20, big_bet=40)
 SLEEPER = 0
 PREFERENCE = ("raise", "bet", "complete", "call", "check", "bring_in", "fold")
-_decode = msgspec.json.Decoder(TableEvent).decode
 T = TypeVar("T")
 
 
@@ -223,7 +222,10 @@ class Drivers:
 
     async def _on_public(self, msg: Any) -> None:
         table_id = subjects.table_of_public(msg.subject)
-        event = _decode(msg.data)
+        for event in event_messages.decode_events(msg.data):
+            self._on_event(table_id, event)
+
+    def _on_event(self, table_id: str, event: Event) -> None:
         self.seen[table_id].append((time.time() * 1000, event))
         if isinstance(event, HandStarted) and table_id not in self._sat_out:
             self._sat_out.add(table_id)            # one hand per table: everyone sits out next
