@@ -26,7 +26,7 @@ from .config import RelayConfig
 from .errors import BusError
 from .publisher import Publisher
 from .store_relay import StoreRelay, StoreStats
-from .streams import ensure_bucket, ensure_streams, position_bucket
+from .streams import ensure_bucket, ensure_streams, position_bucket, public_max_msg_size
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,7 @@ class Relay:
                     timeout=self.config.request_timeout, publish_async_max_pending=1_000_000
                 )
                 await ensure_streams(js, self.config)
+                public_max = await public_max_msg_size(js)
                 positions = await ensure_bucket(js, position_bucket(self.config))
                 dead_letters = DeadLetters(js, "relay", kv=await open_bucket(js, self.config.replicas))
                 publisher = Publisher(nc)
@@ -119,7 +120,7 @@ class Relay:
             self.connected.set()
             self.connected_at = asyncio.get_running_loop().time()
             lost_task = asyncio.ensure_future(lost.wait())
-            tasks = [asyncio.ensure_future(s.run(js, positions, dead_letters, stop, publisher))
+            tasks = [asyncio.ensure_future(s.run(js, positions, dead_letters, stop, publisher, public_max))
                      for s in self.stores]
             tasks.append(lost_task)
             running = set(tasks) - {lost_task}

@@ -25,7 +25,7 @@ from ..store.commits import Commits
 from .config import RelayConfig
 from .dead_letters import DeadLetter
 from .errors import BusError, Conflict, RelayError
-from .outbox import Outbox, Outgoing, Prepared, dead_letter
+from .outbox import Letters, Outbox, Prepared, dead_letter
 from .position import PositionRecord
 from .publisher import Acks, Publisher
 from .recovery import already_stored
@@ -38,7 +38,7 @@ class StoreStats:
     events: int = 0             # notifications relayed (their messages acked)
     messages: int = 0           # messages published (acked)
     duplicates: int = 0         # acks that said "duplicate" (the dedupe window at work)
-    skipped: int = 0            # messages found already stored by a recovery scan
+    skipped: int = 0            # private copies and public views found already stored by a recovery scan
     dead_letters: int = 0       # messages set aside (docs/design/relay.md)
     recoveries: int = 0
     batches: int = 0
@@ -74,34 +74,36 @@ class StoreRelay:
     # -- reading
 
     async def prepare(self, start: int, limit: int) -> Prepared:
-        """The next batch: notifications from ``start`` and their messages. Read on
-        the event loop (an asyncio connection: the relay makes hundreds of small reads
-        a second under live load, a thread hop each cost a fifth of its CPU); the
-        messages are built here too unless a seat map must be loaded from the store
-        first (a restart, a table met mid-stream): that goes to a thread."""
+        """The next batch: notifications from ``start`` and their messages."""
+        return await self._build(start, await self._read(start, limit))
+
+    async def _read(self, start: int, limit: int) -> list[Notification]:
+        """Read on the event loop (an asyncio connection: the relay makes hundreds of
+        small reads a second under live load, a thread hop each cost a fifth of its CPU)."""
         self._end = None
         self.stats.reads += 1
         if self._reader is not None:
             notes = await self._reader.read(start, limit)
         else:
             notes = await asyncio.to_thread(self.store.read_notifications, start, limit)
-        if self.outbox.seats.follows(notes):
-            messages, dead = self._messages(notes)
-        else:
-            messages, dead = await asyncio.to_thread(self._messages, notes)
         last = notes[-1].id if notes else start - 1
         self._end = last if len(notes) < limit else None
-        return Prepared(start, last, len(notes), messages, dead)
+        return list(notes)
 
-    def _messages(self, notes: Sequence[Notification]) -> tuple[list[Outgoing], list[DeadLetter]]:
+    async def _build(self, start: int, notes: list[Notification],
+                     published: dict[str, int] | None = None) -> Prepared:
+        """The messages of ``notes``, built here unless a seat map must be loaded from
+        the store first (a restart, a table met mid-stream): that goes to a thread."""
+        if self.outbox.seats.follows(notes):
+            letters = self._messages(notes, published)
+        else:
+            letters = await asyncio.to_thread(self._messages, notes, published)
+        last = notes[-1].id if notes else start - 1
+        return Prepared(start, last, len(notes), letters.publish, letters.set_aside)
+
+    def _messages(self, notes: Sequence[Notification], published: dict[str, int] | None) -> Letters:
         with self._prepare_lock:    # a cancelled prefetch's thread may still be running
-            messages: list[Outgoing] = []
-            dead: list[DeadLetter] = []
-            for n in notes:
-                letters = self.outbox.messages(n)
-                messages += letters.publish
-                dead += letters.set_aside
-            return messages, dead
+            return self.outbox.messages(notes, published)
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -150,11 +152,14 @@ class StoreRelay:
 
     # -- the loop
 
-    async def run(self, js: Any, kv: Any, dead: Any, stop: asyncio.Event, publisher: Publisher) -> None:
-        """Relay until ``stop`` (``kv``: the positions, ``dead``: the dead letters);
-        raises BusError when NATS fails (the caller reconnects); store errors are
-        retried here with backoff."""
+    async def run(self, js: Any, kv: Any, dead: Any, stop: asyncio.Event, publisher: Publisher,
+                  public_max: int = 0) -> None:
+        """Relay until ``stop`` (``kv``: the positions, ``dead``: the dead letters;
+        ``public_max``: the public stream's own message limit, 0 for none); raises
+        BusError when NATS fails (the caller reconnects); store errors are retried
+        here with backoff."""
         self.outbox.max_payload = publisher.max_payload
+        self.outbox.max_public = public_max
         pauses = self.config.backoff.pauses()
         while not stop.is_set():
             try:
@@ -241,21 +246,23 @@ class StoreRelay:
                     "messages deleted)"
                 )
                 raise RelayError(msg)
-        batch = await self.prepare(self.position + 1, window)
+        start = self.position + 1
+        notes = await self._read(start, window)
         with bus(f"{self.name}: recovery scan"):
-            present = await already_stored(js, self.name, batch.messages, self.pub_seq, self.priv_seq,
-                                           self.config.request_timeout)
+            stored = await already_stored(js, self.name, {n.stream_id for n in notes}, self.pub_seq,
+                                          self.priv_seq, self.config.request_timeout)
             # Write the record (a claim on the store, and a window at least this big).
             await self._save(kv, self.position, max(window, self._window()))
             self._recorded_at = time.monotonic()
-        wanted = {m.msg_id for m in batch.messages}
-        present &= wanted
-        self.stats.skipped += len(present)
-        if present or batch.count:
+        batch = await self._build(start, notes, stored.versions)
+        present = stored.ids & {m.msg_id for m in batch.messages}
+        skipped = sum(1 for n in notes if n.version <= stored.versions.get(n.stream_id, 0))
+        self.stats.skipped += len(present) + skipped
+        if present or skipped or batch.count:
             log.info(
-                "relay %s: resuming after notification %d; %d of the next %d messages "
-                "already stored (recovery took %.0f ms)", self.name, self.position, len(present),
-                len(batch.messages), 1000 * (time.perf_counter() - began),
+                "relay %s: resuming after notification %d; %d private copies and the public views "
+                "of %d events of the next %d already stored (recovery took %.0f ms)", self.name,
+                self.position, len(present), skipped, batch.count, 1000 * (time.perf_counter() - began),
             )
         return batch, present
 

@@ -72,6 +72,13 @@ async def ensure_streams(js: Any, config: RelayConfig = RelayConfig()) -> None:
             raise Refused(storage_text(wanted, config, said)) from said
 
 
+async def public_max_msg_size(js: Any) -> int:
+    """The most bytes the public stream takes in one message (0: no limit of its own;
+    an operator may set one): the relay's runs of events stay under it."""
+    info = await js.stream_info(subjects.PUBLIC_STREAM)
+    return max(info.config.max_msg_size or 0, 0)
+
+
 def short_of_storage(error: BaseException | None) -> bool:
     """Whether the server refused a stream for want of storage to reserve its bytes."""
     return isinstance(error, nats.js.errors.APIError) and (

@@ -17,14 +17,14 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, NamedTuple
 
 import nats.errors
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .dead_letters import DeadLetters, Undelivered
-from .subjects import consumer_next, public_events_of
+from .subjects import consumer_next
 
 log = logging.getLogger("studroom.pull")
 
@@ -97,7 +97,7 @@ def shared_consumer(durable: str, filter_subject: str | Sequence[str], ack_wait:
     """A durable pull consumer every instance fetches from, from the stream's first
     message: each message goes to one of them, and is redelivered (never dropped) if it
     is not acknowledged in time.  ``filter_subject``: one subject, or a list of them
-    (the server sends only what matches one; NATS 2.10+), e.g. :func:`public_events_filter`.
+    (the server sends only what matches one; NATS 2.10+), e.g. ``event_messages.marked_subjects``.
     Acks stay explicit, one a message: several instances share the consumer, and an
     "ack all" of one would acknowledge the messages another is still handling
     (docs/design/timer.md, "Acks")."""
@@ -114,12 +114,6 @@ def shared_consumer(durable: str, filter_subject: str | Sequence[str], ack_wait:
         max_ack_pending=20_000,
         max_waiting=512,
     )
-
-
-def public_events_filter(event_types: Iterable[type]) -> list[str]:
-    """The public subjects of these event types at every table, a filtered consumer's
-    ``filter_subjects``: the server never sends the consumer another kind."""
-    return [public_events_of(kind.__name__) for kind in event_types]
 
 
 def stamp_ms(msg: Any) -> int | None:

@@ -15,15 +15,18 @@ Commands (request/reply; who may send what: docs/design/trust.md)
     nowhere else (every responder's door: services/wire/door.py).
 
 Events (JetStream, written only by the relay)
-    ``studroom.pub.<table_id>.<Event>``    public view of every event (no hidden card,
-                                           no seed before its time: rule R33); the last
-                                           token is its type, so a consumer that needs a
-                                           few kinds (the cashier, the timer) filters on
-                                           them and the server never sends it the rest
+    ``studroom.pub.<table_id>.<mark>``     public views of a run of a table's events, one
+                                           message per commit (no hidden card, no seed
+                                           before its time: rule R33); the mark names who
+                                           wants it (``turn``, ``left``, ``turn_left``,
+                                           ``plain``), so a consumer that needs a few kinds
+                                           (the cashier, the timer) filters on them and the
+                                           server never sends it the rest
     ``studroom.priv.<player>.<table_id>``  one player's private copies (his own down
                                            cards); only he and the services may read it
-    Each message's headers ``Studroom-Event`` and ``Studroom-Version`` name its event
-    type and the table's version after it (read them without parsing the body).
+    Each message's headers ``Studroom-Events`` and ``Studroom-Version`` name its events'
+    types and the table's version after the last (read them without parsing the body);
+    the format, written and read in one place: ``event_messages.py``.
 
 The cashier (request/reply)
     ``studroom.cashier.<role>.<name>``     a player's or an operator's requests (balance,
@@ -73,8 +76,8 @@ PARTITIONS = 16                       # fixed for the life of an installation
 
 PUBLIC_STREAM = "STUDROOM_PUBLIC"
 PRIVATE_STREAM = "STUDROOM_PRIVATE"
-EVENT_HEADER = "Studroom-Event"       # the relay names each event message's type here ...
-VERSION_HEADER = "Studroom-Version"   # ... and its table's version after it
+EVENTS_HEADER = "Studroom-Events"     # the relay names a message's event types here ...
+VERSION_HEADER = "Studroom-Version"   # ... and its table's version after the last
 
 
 class BadName(ValueError):
@@ -168,9 +171,10 @@ def all_inboxes() -> str:
     return f"{INBOXES}.>"
 
 
-def public_event(table_id: str, event_type: str) -> str:
-    """Where the relay publishes the public view of one event of a table."""
-    return f"{PREFIX}.pub.{check_name(table_id)}.{check_name(event_type)}"
+def public_message(table_id: str, mark: str) -> str:
+    """Where the relay publishes public views of a table's events (``mark``:
+    ``event_messages.mark_of``)."""
+    return f"{PREFIX}.pub.{check_name(table_id)}.{check_name(mark)}"
 
 
 def public_events(table_id: str) -> str:
@@ -179,16 +183,16 @@ def public_events(table_id: str) -> str:
 
 
 def table_of_public(subject: str) -> str:
-    """``studroom.pub.<table>.<Event>`` -> the table's id; BadName for any other subject."""
+    """``studroom.pub.<table>.<mark>`` -> the table's id; BadName for any other subject."""
     parts = subject.split(".")
     if len(parts) != 4 or parts[1] != "pub":
         raise BadName(f"{subject!r} is not a public event subject")
     return check_name(parts[2])
 
 
-def public_events_of(event_type: str) -> str:
-    """One kind of public event at every table (a filtered consumer's subject)."""
-    return f"{PREFIX}.pub.*.{check_name(event_type)}"
+def public_marked(mark: str) -> str:
+    """The public messages of one mark at every table (a filtered consumer's subject)."""
+    return f"{PREFIX}.pub.*.{check_name(mark)}"
 
 
 def all_public_events() -> str:

@@ -33,7 +33,7 @@ from studroom.services.relay.relay import Relay
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import Settings
 from studroom.services.store.postgres import PostgresEventStore
-from studroom.services.wire import subjects
+from studroom.services.wire import event_messages, subjects
 
 SCHEMAS = ["studroom_p0", "studroom_p1"]
 decode_event = msgspec.json.Decoder(TableEvent).decode
@@ -151,6 +151,13 @@ async def fetch_all(js: Any, stream: str, subject: str) -> list[Any]:
     return messages
 
 
+async def public_events(js: Any) -> list[tuple[str, int]]:
+    """(table, version) of every event the public stream holds, in stream order."""
+    return [(m.subject.split(".")[2], version) for m in await fetch_all(js, subjects.PUBLIC_STREAM,
+                                                                        subjects.all_public_events())
+            for version, _ in parts_of(m)]
+
+
 async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Writer) -> dict[str, int]:
     """The streams hold exactly the views of the stores' events (see the module doc)."""
     nc = await nats.connect(nats_url)
@@ -184,10 +191,11 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
                     if isinstance(event, CardsDealt):     # (else a muck, to the showdown's players: R23)
                         owner_cards[subject] |= {d.card for d in event.cards if d.seat == seat and not d.up}
     assert total == writer.written
-    secrecy = scan([Message(m.subject.split(".")[2], int(m.headers["Studroom-Version"]), bytes(m.data))
-                    for m in public]
-                   + [Message(m.subject.rsplit(".", 1)[-1], int(m.headers["Studroom-Version"]), bytes(m.data),
-                              m.subject.split(".")[2]) for m in private], truth)
+    public_events = [(m.subject.split(".")[2], version, part) for m in public for version, part in parts_of(m)]
+    private_events = [(m, version, part) for m in private for version, part in parts_of(m)]
+    secrecy = scan([Message(table_id, version, part) for table_id, version, part in public_events]
+                   + [Message(m.subject.rsplit(".", 1)[-1], version, part, m.subject.split(".")[2])
+                      for m, version, part in private_events], truth)
     assert not secrecy.leaks and secrecy.hands, str(secrecy)
 
     ids = [m.headers["Nats-Msg-Id"] for m in public + private]
@@ -195,11 +203,14 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
     assert not duplicated, f"{len(duplicated)} messages twice, e.g. {duplicated[:5]}"
 
     got_public: dict[str, list[tuple[str, bytes]]] = collections.defaultdict(list)
-    for m in public:   # in stream order, each on studroom.pub.<table>.<its type>
+    for m in public:   # in stream order, each on studroom.pub.<table>.<the mark of its types>
         table_id = m.subject.split(".")[2]
-        assert m.subject == subjects.public_event(table_id, m.headers["Studroom-Event"])
-        got_public[table_id].append((m.headers["Studroom-Version"], bytes(m.data)))
-    assert len(public) == total
+        types = m.headers["Studroom-Events"].split(",")
+        assert m.subject == subjects.public_message(table_id, event_messages.mark_of(types))
+        parts = parts_of(m)
+        assert [type(e).__name__ for e in event_messages.decode_events(m.data)] == types
+        got_public[table_id] += [(str(version), part) for version, part in parts]
+    assert sum(len(got) for got in got_public.values()) == total
     assert got_public.keys() == expected_public.keys()
     for table_id, wanted in expected_public.items():
         got = got_public[table_id]
@@ -207,46 +218,63 @@ async def audit(nats_url: str, stores: dict[str, PostgresEventStore], writer: Wr
         assert got == wanted
 
     got_private: dict[str, list[tuple[str, bytes]]] = collections.defaultdict(list)
-    for m in private:
-        got_private[m.subject].append((m.headers["Studroom-Version"], bytes(m.data)))
-        copy = decode_event(m.data)
+    for m, version, part in private_events:
+        got_private[m.subject].append((str(version), part))
+        copy = decode_event(part)
         if isinstance(copy, HandMucked):                  # R23: to a participant of its showdown
             continue
         assert isinstance(copy, CardsDealt)
         shown = {d.card for d in copy.cards if not d.up and d.card is not None}
         assert shown and shown <= owner_cards[m.subject], f"{m.subject} got someone else's card"
     assert got_private == expected_private
-    return {"public": len(public), "private": len(private)}
+    return {"public": len(public), "private": len(private), "public_events": total}
+
+
+_raw_list = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def parts_of(m: Any) -> list[tuple[int, bytes]]:
+    """A relay message's events as (version, their JSON exactly as sent)."""
+    parts = [bytes(raw) for raw in _raw_list.decode(m.data)]
+    first = event_messages.first_version(m.headers, len(parts))
+    return list(zip(range(first, first + len(parts)), parts))
 
 
 class Monitor:
     """One connection of the test's own to watch the streams (it reconnects after
-    the server was killed), as the identity in ``creds`` on a secure server."""
+    the server was killed), as the identity in ``creds`` on a secure server; it
+    counts the public events it hears unless ``counting`` is off (an identity that
+    may not read them)."""
 
-    def __init__(self, url: str, creds: Path | None = None) -> None:
+    def __init__(self, url: str, creds: Path | None = None, counting: bool = True) -> None:
         self.url = url
         self.creds = creds
+        self.counting = counting
 
     async def __aenter__(self) -> Self:
         self.nc = await process.connect(self.url, "relay-test-monitor", creds=self.creds, reconnect_time_wait=0.1)
         self.js = self.nc.jetstream(timeout=2)
+        self.events = 0
+        if self.counting:
+            await self.nc.subscribe(subjects.all_public_events(), cb=self._on_public)
+            await self.nc.flush()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.nc.close()
 
-    async def public_count(self) -> int:
-        try:
-            return (await self.js.stream_info(subjects.PUBLIC_STREAM)).state.messages
-        except (TimeoutError, nats.errors.Error):
-            return 0      # not created yet, or the server is down
+    async def _on_public(self, msg: Any) -> None:
+        self.events += len(msg.headers[subjects.EVENTS_HEADER].split(","))
 
     async def wait_public(self, at_least: int, timeout: float = 30) -> int:
+        """Until the public messages heard hold ``at_least`` events (those published
+        while this connection was away are not counted: a fraction of a backlog is a
+        point in time, not an audit)."""
         deadline = time.monotonic() + timeout
-        while (count := await self.public_count()) < at_least:
-            assert time.monotonic() < deadline, f"only {count} of {at_least} public messages"
+        while self.events < at_least:
+            assert time.monotonic() < deadline, f"only {self.events} of {at_least} public events"
             await asyncio.sleep(0.01)
-        return count
+        return self.events
 
     async def positions(self) -> dict[str, int]:
         kv = await self.js.key_value(subjects.RELAY_BUCKET)

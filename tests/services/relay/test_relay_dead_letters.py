@@ -34,7 +34,7 @@ def _relay(table_id: str, events: list[Event], max_payload: int | None = None) -
     outbox = Outbox(STORE, store.load)
     if max_payload is not None:
         outbox.max_payload = max_payload
-    return [outbox.messages(n) for n in store.read_notifications(1, 10**6)]
+    return [outbox.messages([n]) for n in store.read_notifications(1, 10**6)]   # one event a message
 
 
 def _cards_of(events: list[Event], seat: int) -> set[str]:

@@ -17,7 +17,7 @@ from studroom.services.wire import subjects
 def _message(n: int, table: str, body: bytes) -> Outgoing:
     msg_id = f"studroom_p0:{n}"
     headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Stream": subjects.PUBLIC_STREAM,
-               subjects.VERSION_HEADER: str(n), subjects.EVENT_HEADER: "TurnStarted"}
+               subjects.VERSION_HEADER: str(n), subjects.EVENTS_HEADER: "TurnStarted"}
     return Outgoing(subjects.PUBLIC_STREAM, f"wiretest.{table}.TurnStarted", msg_id, headers, body, table)
 
 
@@ -42,7 +42,7 @@ def test_messages_written_raw_arrive_with_their_subject_headers_and_body_R33(nat
             messages = [_message(1, "t-wire", b'{"type":"TurnStarted","seat":1}'),
                         _message(2, "t-wire-2", b""),
                         _message(3, "t-wire", "é ♠".encode())]
-            messages[2].headers[subjects.EVENT_HEADER] = "line\r\nbreak"    # not vouched for: publish()
+            messages[2].headers[subjects.EVENTS_HEADER] = "line\r\nbreak"    # not vouched for: publish()
             acks = Acks(asyncio.get_running_loop().create_future(), 0, 0)
             before = relay.stats["out_msgs"]
             await publisher.send(messages, set(), acks)
@@ -55,7 +55,7 @@ def test_messages_written_raw_arrive_with_their_subject_headers_and_body_R33(nat
             for msg, sent in zip(got[:2], messages[:2]):
                 assert msg.headers == sent.headers
                 assert msg.reply.startswith(publisher.prefix)
-            assert "\n" not in got[2].headers[subjects.EVENT_HEADER]    # nats-py cleaned it
+            assert "\n" not in got[2].headers[subjects.EVENTS_HEADER]    # nats-py cleaned it
         finally:
             await relay.close()
             await reader.close()

@@ -24,7 +24,7 @@ import msgspec
 import nats.js.errors
 import pytest
 from nats.js import api
-from relay_stack import SCHEMAS, Monitor, Writer, fetch_all, renamed, start_relay
+from relay_stack import SCHEMAS, Monitor, Writer, fetch_all, parts_of, public_events, renamed, start_relay
 from studroom.domain import simulate, views
 from studroom.domain.events import CardsDealt, Event, HandStarted, PlayerSatDown
 from studroom.services.auth.authority import Authority
@@ -77,7 +77,8 @@ def _poison(store: PostgresEventStore) -> None:
 
 
 def _expected(stores: dict[str, PostgresEventStore]) -> tuple[set[str], set[str]]:
-    """The ids of every message the stores' events give, and the keys of those that
+    """What the stores' events give: ``public:<store>:<table>:<version>`` for each
+    public view, the ``Nats-Msg-Id`` of each private copy, and the keys of those that
     cannot be published (worked out here case by case, not by the outbox)."""
     ids: set[str] = set()
     dead: set[str] = set()
@@ -85,13 +86,15 @@ def _expected(stores: dict[str, PostgresEventStore]) -> tuple[set[str], set[str]
         holders: dict[str, dict[int, str]] = collections.defaultdict(dict)
         for n in store.read_notifications(1, 10**6):
             seats = holders[n.stream_id]
-            ids.add(f"{schema}:{n.id}")
             if _public_is_dead(n):
                 dead.add(f"{schema}.{n.id}.public")
+            else:
+                ids.add(f"public:{schema}:{n.stream_id}:{n.version}")
             for seat in views.owners_of_private_cards(n.event):
-                ids.add(f"{schema}:{n.id}:{seat}")
                 if n.stream_id == "bad table" or seats.get(seat) in (None, "Zoë"):
                     dead.add(f"{schema}.{n.id}.seat{seat}")
+                else:
+                    ids.add(f"{schema}:{n.id}:{seat}")
             if isinstance(n.event, HandStarted):
                 seats.update({s.seat: s.player for s in n.event.seats})
             elif isinstance(n.event, PlayerSatDown):
@@ -103,16 +106,14 @@ def _public_is_dead(n: Notification) -> bool:
     return n.stream_id == "bad table" or len(n.event.command_id or "") >= MAX_MSG_SIZE
 
 
-def _msg_id(key: str) -> str:
-    """The Nats-Msg-Id of the message a dead letter's key names."""
-    store, notification, copy = key.split(".")
-    return f"{store}:{notification}" if copy == "public" else f"{store}:{notification}:{copy.removeprefix('seat')}"
-
-
 async def _published_ids(monitor: Monitor) -> list[str]:
+    """What the streams hold, named as :func:`_expected` names it."""
     public = await fetch_all(monitor.js, subjects.PUBLIC_STREAM, subjects.all_public_events())
     private = await fetch_all(monitor.js, subjects.PRIVATE_STREAM, subjects.all_private_events())
-    return [m.headers["Nats-Msg-Id"] for m in public + private]
+    store = {m.headers["Nats-Msg-Id"]: m.headers["Nats-Msg-Id"].split(":")[0] for m in public}
+    return ([f"public:{store[m.headers['Nats-Msg-Id']]}:{m.subject.split('.')[2]}:{version}"
+             for m in public for version, _ in parts_of(m)]
+            + [m.headers["Nats-Msg-Id"] for m in private])
 
 
 async def _dead_letters(monitor: Monitor) -> dict[str, Any]:
@@ -141,8 +142,7 @@ def test_unpublishable_events_are_set_aside_and_the_rest_flows_exactly_once_acro
     writer.write(len(writer.queue) // 2)
     _poison(stores[STORE])
     writer.write()
-    ids, dead = _expected(stores)
-    wanted = ids - {_msg_id(key) for key in dead}
+    wanted, dead = _expected(stores)
     relay_creds = authority.ensure("service", "relay")
     # One batch holds everything and its position is only written at a clean stop:
     # a cancelled relay leaves the whole batch to the next one's recovery.
@@ -151,7 +151,7 @@ def test_unpublishable_events_are_set_aside_and_the_rest_flows_exactly_once_acro
 
     async def scenario() -> None:
         # as the relay: only the relay may create the public stream
-        async with Monitor(secure_server.url, authority.ensure("service", "relay")) as monitor:
+        async with Monitor(secure_server.url, authority.ensure("service", "relay"), counting=False) as monitor:
             # JetStream itself refuses the 300 kB message: the public stream takes 256 kB at most.
             await monitor.js.add_stream(api.StreamConfig(
                 name=subjects.PUBLIC_STREAM, subjects=[subjects.all_public_events()], max_msg_size=MAX_MSG_SIZE))
@@ -185,7 +185,9 @@ def test_unpublishable_events_are_set_aside_and_the_rest_flows_exactly_once_acro
             stats = relay.stats()
             assert sum(s.dead_letters for s in stats.values()) == 0
             assert sum(s.messages for s in stats.values()) == 0
-            assert sum(s.skipped for s in stats.values()) == len(wanted)
+            # (a view set aside between two published ones counts as found: the scan
+            # knows how far a table's views got, not which of them were set aside)
+            assert sum(s.skipped for s in stats.values()) >= len(wanted)
 
         reasons: dict[str, list[str]] = collections.defaultdict(list)
         for _, letter in letters.values():
@@ -238,7 +240,7 @@ def test_R33_private_copies_are_gone_after_the_private_max_age_and_not_published
                     await _until(lambda: _no_private(monitor), "private copies outlived their max age", 10)
                 else:
                     assert private == (0, expired_at)     # nothing published again
-                assert public[0] == writer.written
+                assert len(await public_events(monitor.js)) == writer.written
                 stop.set()
                 await asyncio.wait_for(task, 20)
             info = await monitor.js.stream_info(subjects.PRIVATE_STREAM)

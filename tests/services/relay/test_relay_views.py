@@ -38,17 +38,22 @@ from studroom.domain.events import (
     HandShown,
     HandStarted,
     LastCardsExposed,
-    TableEvent,
+    Event,
     TurnStarted,
 )
 from studroom.domain.table import Table
 from studroom.domain import simulate
-from studroom.services.wire import subjects
+from studroom.services.wire import event_messages, subjects
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.relay.outbox import Outbox, Outgoing
 
 STORE = "studroom_p0"
-decode_event = msgspec.json.Decoder(TableEvent).decode
+
+
+def decode_event(data: bytes) -> Event:
+    """A message of one event (here each notification is relayed alone)."""
+    [event] = event_messages.decode_events(data)
+    return event
 
 
 # ----------------------------------------------------------------------- simulation
@@ -132,7 +137,7 @@ def fill_store(seed: int = 33) -> InMemoryEventStore:
 class Relayed:
     store: InMemoryEventStore
     notes: list = field(default_factory=list)
-    messages: list[list[Outgoing]] = field(default_factory=list)   # per notification
+    messages: list[list[Outgoing]] = field(default_factory=list)   # per notification, relayed alone
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +145,7 @@ def relayed() -> Relayed:
     store = fill_store()
     outbox = Outbox(STORE, store.load)
     result = Relayed(store, store.read_notifications(1, 10**9))
-    letters = [outbox.messages(n) for n in result.notes]
+    letters = [outbox.messages([n]) for n in result.notes]
     assert not any(each.set_aside for each in letters)
     result.messages = [each.publish for each in letters]
     assert outbox.seats.rebuilds == 0
@@ -193,7 +198,7 @@ def test_R33_public_copies_never_show_a_down_card_before_the_hand_ends(relayed: 
             event = relayed.notes[i].event
             public = relayed.messages[i][0]
             assert public.stream == subjects.PUBLIC_STREAM
-            assert public.subject == subjects.public_event(relayed.notes[i].stream_id, type(event).__name__)
+            assert public.subject == subjects.public_message(relayed.notes[i].stream_id, event_messages.mark_of([type(event).__name__]))
             if isinstance(event, HandEnded):
                 break
             copy = decode_event(public.payload)
@@ -279,7 +284,7 @@ def test_R33_message_ids_and_headers(relayed: Relayed) -> None:
         assert public.msg_id == f"{STORE}:{n.id}"
         assert public.headers["Nats-Msg-Id"] == public.msg_id
         assert public.headers["Studroom-Version"] == str(n.version)
-        assert public.headers["Studroom-Event"] == type(n.event).__name__
+        assert public.headers["Studroom-Events"] == type(n.event).__name__
         for m in messages:
             assert m.headers["Nats-Msg-Id"] == m.msg_id
             assert m.headers["Nats-Expected-Stream"] == m.stream
@@ -296,7 +301,7 @@ def test_R33_a_relay_started_mid_stream_sends_private_cards_to_the_same_subjects
     for start in starts:
         outbox = Outbox(STORE, relayed.store.load)
         for n in relayed.store.read_notifications(start, 400):
-            assert outbox.messages(n).publish == relayed.messages[n.id - 1]
+            assert outbox.messages([n]).publish == relayed.messages[n.id - 1]
         assert outbox.seats.rebuilds >= 1
 
 
