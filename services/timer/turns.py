@@ -43,8 +43,7 @@ class TurnHead(msgspec.Struct, frozen=True):
     deadline_ms: int | None = None
 
 
-_decode_head = msgspec.json.Decoder(TurnHead).decode
-_decode_heads = msgspec.json.Decoder(list[TurnHead]).decode
+_decode_heads = event_messages.decoding(TurnHead)
 
 
 def turns_of(data: bytes) -> list[TurnHead]:
@@ -52,8 +51,7 @@ def turns_of(data: bytes) -> list[TurnHead]:
     table's turn; the earlier ones are over).  Reads only their heads, a first-format
     body (one event, an object) too; raises msgspec.DecodeError or
     msgspec.ValidationError for anything else."""
-    heads = [_decode_head(data)] if data[:1] == b"{" else _decode_heads(data)
-    return [head for head in heads if head.type in WANTED_EVENTS]
+    return [head for head in _decode_heads(data) if head.type in WANTED_EVENTS]
 
 
 def timer_of(table_id: str, head: TurnHead) -> TimerPayload | None:

@@ -31,7 +31,7 @@ from studroom.domain.events import (
     TurnStarted,
 )
 from studroom.services.cashier.account_store import Books
-from studroom.services.cashier.cash_outs import INTEREST, CashOuts, consumer_config
+from studroom.services.cashier.cash_outs import INTEREST, CashOuts, Unreadable, consumer_config
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.store.memory import InMemoryEventStore
 from studroom.services.timer.streams import turns_consumer_config
@@ -181,11 +181,14 @@ def test_a_player_left_of_the_first_format_is_still_credited() -> None:
     (b'[{"type":"PlayerLeft","seat":1}]', event_messages.headers(9, [PlayerLeft.__name__])),
     (msgspec.json.encode([PlayerLeft(seat=1, player="alice", cashed_out=300)]), None),
 ], ids=["no_json", "no_player_left", "no_version"])
-def test_a_message_the_cashier_cannot_read_is_acked_and_skipped(data: bytes, headers: dict[str, str] | None) -> None:
+def test_a_message_the_cashier_cannot_read_is_set_aside_never_acked(data: bytes, headers: dict[str, str] | None) -> None:
+    """It may hold a cash-out: the pull loop records it as a dead letter (its body
+    kept) and raises the alarm, rather than it being acked and the cash-out lost."""
     msg = Msg(subjects.public_message("t1", LEAVES.token), data, headers)
     cash_outs = Recorded()
-    asyncio.run(cash_outs.on_public(msg))
-    assert msg.acked and not cash_outs.credits
+    with pytest.raises(Unreadable, match="cannot read"):
+        asyncio.run(cash_outs.on_public(msg))
+    assert not msg.acked and not cash_outs.credits
 
 
 def test_a_message_not_marked_for_the_cashier_is_acked_unread() -> None:
