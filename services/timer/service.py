@@ -29,7 +29,7 @@ import msgspec
 import nats.errors
 import nats.js.errors
 
-from ..wire import subjects
+from ..wire import raw, subjects
 from ..wire.declared import wait_for_stream
 from ..wire.event_messages import is_wanted
 from ..wire.pull import PullLoop, retry_later, stamp_ms
@@ -133,17 +133,17 @@ class TimerService:
 
     async def _on_public(self, msg: Any) -> None:
         if not is_wanted(msg.subject, INTEREST):        # a consumer the server kept unfiltered
-            await msg.ack()
+            await self._ack(msg)
             return
         try:
             turns = turns_of(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError):
             self.stats.error(BAD_EVENT)
             log.warning("undecodable public message on %s: skipped", msg.subject)
-            await msg.ack()
+            await self._ack(msg)
             return
         if not turns:
-            await msg.ack()
+            await self._ack(msg)
             return
         self.stats.turns_seen += len(turns)
         self.stats.superseded += len(turns) - 1         # the message's later turn ended them
@@ -151,7 +151,7 @@ class TimerService:
         timer = timer_of(subjects.table_of_public(msg.subject), head)
         if timer is None:
             self.stats.error(BAD_TURN)
-            await msg.ack()
+            await self._ack(msg)
             return
         lock = self._locks.setdefault(timer.table_id, asyncio.Lock())
         try:
@@ -164,7 +164,7 @@ class TimerService:
         finally:
             if not lock.locked() and not lock._waiters:
                 self._locks.pop(timer.table_id, None)
-        await msg.ack()
+        await self._ack(msg)
 
     async def _schedule(self, timer: TimerPayload) -> None:
         """The turn's schedule (durable) first, then the local wheel (precise)."""
@@ -194,7 +194,7 @@ class TimerService:
             timer = decode_payload(msg.data)
         except (msgspec.DecodeError, msgspec.ValidationError):
             self.stats.error(BAD_TIMER)
-            await msg.ack()
+            await self._ack(msg)
             return
         self.stats.fired += 1
         fired_ms = stamp_ms(msg)
@@ -202,14 +202,18 @@ class TimerService:
             self.stats.fire_lateness_ms.append(fired_ms - timer.deadline_ms)
         if await self.local.answered(timer):
             self.stats.backstop_skipped += 1
-            await msg.ack()
+            await self._ack(msg)
             return
         code = await self.timeouts.send(timer)
         if not is_final(code):
             await self._retry_later(msg)
             return
         self._finish(timer, code, fired_ms, "schedule")
-        await msg.ack()
+        await self._ack(msg)
+
+    async def _ack(self, msg: Any) -> None:
+        """As ``msg.ack()`` does, written straight to the connection (``wire/raw.py``)."""
+        await raw.ack(self.nc, (msg,))
 
     async def _retry_later(self, msg: Any) -> None:
         self.stats.retried += 1
