@@ -1,5 +1,5 @@
-"""The secrecy check (R23, R32, R33): every public message of a room, and every private
-copy as its recipient gets it, scanned for what it must not carry.
+"""The secrecy check (R23, R32, R33): every event of every public message of a room, and
+every private copy as its recipient gets it, scanned for what it must not carry.
 
 A :class:`Leak` is one of:
 
@@ -18,13 +18,15 @@ A :class:`Leak` is one of:
 * ``secret_field``: a field its event type declares secret (``__secret__``,
   domain/events.py) that is not blank in a public copy (or in a private one, but a
   mucked hand to the showdown's participants);
-* ``unreadable``: a message that is no ``TableEvent`` with its version: it cannot be
-  vouched for.
+* ``unreadable``: a message that is no ``TableEvent`` run with its version: it cannot
+  be vouched for.
 
 What is hidden comes from the TRUTH where a test has it (:class:`Truth`: the stored
 events, or the private copies, each player's own down cards) and, in any case, from the
-copies themselves (a face-down ``DealtCard`` that carries its card).  Messages
-are decoded as the domain's ``TableEvent`` and cards are found as whole string values
+copies themselves (a face-down ``DealtCard`` that carries its card).  Messages are read
+as the relay writes them (services/wire/event_messages.py: a JSON array of events, the
+table's version after the last in ``Studroom-Version``; a one-event object of the first
+format too), each event as the domain's ``TableEvent``, and cards are found as whole string values
 of the decoded event, never by searching bytes: a card text like ``"As"`` is in a lot
 of things that are not cards.  Identities (``player``, ``table_id``, ``command_id``)
 are names, not cards; a seed is looked for inside every string.
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -61,10 +64,9 @@ from studroom.domain.events import (
     LastCardsExposed,
     LeaveRequested,
     ShowdownStarted,
-    TableEvent,
     TimedOut,
 )
-from studroom.services.wire import subjects
+from studroom.services.wire import event_messages, subjects
 
 DOWN_CARD = "down_card"
 FOLDED_CARD = "folded_card"
@@ -76,17 +78,22 @@ UNREADABLE = "unreadable"
 NAME_FIELDS = frozenset({"player", "table_id", "command_id"})     # identities, never cards
 MUCKED_FIELDS = frozenset({"cards", "proofs"})                    # a muck's, to the showdown's participants
 
-_decode = msgspec.json.Decoder(TableEvent).decode
-
-
 class Message(NamedTuple):
-    """One message of a table's stream: its version (None: not said), body, and for a
-    private copy the player it went to (``studroom.priv.<player>.<table>``)."""
+    """One message of a table's stream: its version (the table's after its last event,
+    its ``Studroom-Version`` header; None: not said), body, and for a private copy the
+    player it went to (``studroom.priv.<player>.<table>``)."""
 
     table: str
     version: int | None
     data: bytes
     to: str | None = None
+
+
+def versioned(last: int, events: Sequence[Event]) -> Iterator[tuple[int, Event]]:
+    """A message's events, each with the table's version after it (``last``: after its
+    last event, as its header says)."""
+    first = event_messages.first_version({event_messages.VERSION_HEADER: str(last)}, len(events))
+    return zip(itertools.count(first), events)
 
 
 @dataclass(frozen=True)
@@ -107,11 +114,13 @@ class Report:
 
     leaks: list[Leak] = field(default_factory=list)
     messages: int = 0
+    events: int = 0                 # in the messages read (one each, a private copy)
     hands: int = 0
     hidden_cards: int = 0           # face-down cards the scan knew and looked for
 
     def __str__(self) -> str:
-        head = f"{self.messages} public messages, {self.hands} hands, {self.hidden_cards} hidden cards"
+        head = (f"{self.messages} messages ({self.events} events), {self.hands} hands, "
+                f"{self.hidden_cards} hidden cards")
         return "\n".join([f"{head}: {len(self.leaks)} leaks", *map(str, self.leaks)])
 
 
@@ -141,7 +150,8 @@ class Truth:
         """Private copies (``studroom.priv.<player>.<table>``): their owners' down cards."""
         for m in messages:
             if m.version is not None:
-                self.learn(m.table, m.version, _decode(m.data))
+                for version, event in versioned(m.version, event_messages.decode_events(m.data)):
+                    self.learn(m.table, version, event)
         return self
 
 
@@ -342,14 +352,17 @@ def scan(messages: Iterable[Message], truth: Truth | None = None) -> Report:
     for m in dict.fromkeys(messages):                    # a message published twice counts once
         report.messages += 1
         try:
-            event = _decode(m.data)
-        except msgspec.DecodeError as error:
+            events = event_messages.decode_events(m.data)
+        except msgspec.DecodeError as error:           # a ValidationError too
             report.leaks.append(Leak(UNREADABLE, m.table, m.version, "?", str(error)[:80]))
             continue
         if m.version is None:
-            report.leaks.append(Leak(UNREADABLE, m.table, None, type(event).__name__, "no version"))
+            report.leaks.append(Leak(UNREADABLE, m.table, None, ",".join(type(e).__name__ for e in events),
+                                     "no version"))
             continue
-        by_table[m.table].append((m.version, m.to is not None, m.to, event))
+        report.events += len(events)
+        by_table[m.table].extend((version, m.to is not None, m.to, event)
+                                 for version, event in versioned(m.version, events))
     for table, events in by_table.items():
         table_scan = _TableScan(table, truth, report)
         for version, _private, to, event in sorted(events, key=lambda e: (e[0], e[1], e[2] or "")):
@@ -361,8 +374,8 @@ def scan(messages: Iterable[Message], truth: Truth | None = None) -> Report:
 
 
 def _received(msg: Any, private: bool = False) -> Message:
-    """``studroom.pub.<table>.<Event>`` or ``studroom.priv.<player>.<table>``."""
-    version = (msg.headers or {}).get("Studroom-Version")
+    """``studroom.pub.<table>.<mark>`` or ``studroom.priv.<player>.<table>``."""
+    version = (msg.headers or {}).get(subjects.VERSION_HEADER)
     *_, player, table = msg.subject.split(".")
     if not private:
         player, table = "", msg.subject.split(".")[2]
@@ -377,9 +390,13 @@ class Watch:
     def __init__(self) -> None:
         self.public: list[Message] = []
         self.private: list[Message] = []
+        self.came: dict[str, set[int]] = defaultdict(set)     # each table's versions come publicly
 
     async def _on_public(self, msg: Any) -> None:
-        self.public.append(_received(msg))
+        message = _received(msg)
+        self.public.append(message)
+        with contextlib.suppress(msgspec.DecodeError, ValueError):     # unreadable: the scan says so
+            self.came[message.table].update(version for version, _ in event_messages.events_of(msg))
 
     async def _on_private(self, msg: Any) -> None:
         self.private.append(_received(msg, private=True))
@@ -395,7 +412,7 @@ class Watch:
         tables = sorted(set(tables) | set(self.tables()))
         for table in tables:
             wanted = set(range(1, len(load(table)) + 1))
-            while missing := wanted - {m.version for m in self.public if m.table == table}:
+            while missing := wanted - self.came[table]:
                 assert time.monotonic() < deadline, f"{table}: {len(missing)} stored events never came publicly"
                 await asyncio.sleep(0.05)
         truth = Truth()

@@ -1,34 +1,43 @@
-"""The relay's messages as a player receives them: one table event each (public or
-private view), msgspec JSON of the tagged union ``TableEvent``."""
+"""The relay's messages as a client receives them: a public message holds a run of
+one table's events (public views), a private one a seat's copy of one event; both are
+read by ``wire/event_messages.py``, the format's one place."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import msgspec
-from studroom.domain.events import Event, TableEvent
+from studroom.domain.events import Event
 
-_event_decoder = msgspec.json.Decoder(TableEvent)
+from ..wire.event_messages import events_of
+
+UNREADABLE: Final = (msgspec.DecodeError, msgspec.ValidationError, ValueError)   # what events_of raises
 
 
-def decode_event(data: bytes) -> Event:
-    """A relay message's body as the event it carries (raises msgspec.DecodeError or
-    msgspec.ValidationError for anything else)."""
-    return _event_decoder.decode(data)
+def read_events(msg: Any) -> list[tuple[int, Event]] | None:
+    """A relay message's events (``msg``: a nats-py message), each with the table's
+    version after it, in order; None: not a relay message (its body does not decode, or
+    its version header is missing)."""
+    try:
+        return events_of(msg)
+    except UNREADABLE:
+        return None
 
 
 @dataclass(frozen=True)
 class Received:
-    """One message as the bot got it (kept for tests)."""
+    """One event as the bot got it (kept for tests): a message of n events is n of
+    these, each with the message's subject, body and headers."""
 
     subject: str
     data: bytes
+    version: int          # the table's version after this event
     event: Event
     at: float
     headers: dict[str, str] | None = None
 
     @classmethod
-    def of(cls, msg: Any, event: Event, at: float) -> Received:
-        """``msg``: a nats-py message; ``event``: its body decoded."""
-        return cls(msg.subject, msg.data, event, at, dict(msg.headers) if msg.headers else None)
+    def of(cls, msg: Any, version: int, event: Event, at: float) -> Received:
+        """``msg``: a nats-py message; ``version``, ``event``: one of its events."""
+        return cls(msg.subject, msg.data, version, event, at, dict(msg.headers) if msg.headers else None)

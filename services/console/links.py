@@ -28,6 +28,7 @@ import nkeys
 
 from ..auth.authority import Authority
 from ..client.cashier import CashierClient
+from ..client.messages import read_events
 from ..client.table import TableClient
 from ..runtime.processes import process
 from ..wire import subjects
@@ -184,14 +185,10 @@ async def _connect(url: str, role: str, name: str, expires: float, **options: An
     return link
 
 
-def event_push(table_id: str, msg: Any) -> dict[str, Any] | None:
-    """A relay message as the browser's ``event`` push (None: not an event message)."""
-    version = (msg.headers or {}).get(subjects.VERSION_HEADER, "")
-    if not version.isdecimal():
-        return None
-    try:
-        event = msgspec.json.decode(msg.data)
-    except msgspec.DecodeError:
-        return None
-    return {"push": "event", "table": table_id, "version": int(version),
-            "private": msg.subject.startswith(f"{subjects.PREFIX}.priv."), "event": event}
+def event_pushes(table_id: str, msg: Any) -> list[dict[str, Any]]:
+    """A relay message as the browser's ``event`` pushes, one per event with the
+    table's version after it, in order (none: not a relay message): the browser
+    applies events one version at a time, whatever the number a message carries."""
+    private = msg.subject.startswith(f"{subjects.PREFIX}.priv.")
+    return [{"push": "event", "table": table_id, "version": version, "private": private,
+             "event": msgspec.to_builtins(event)} for version, event in read_events(msg) or ()]

@@ -28,7 +28,7 @@ from ..wire import cashier_protocol, protocol, subjects
 from ..wire.door import retry_after_ms
 from .lobby_feed import LobbyFeed, tables_json
 from .shapes import whole
-from .links import event_push
+from .links import event_pushes
 
 log = logging.getLogger("studroom.console")
 
@@ -175,13 +175,12 @@ class TableListener:
         self.held: list[dict[str, Any]] | None = []
 
     def __call__(self, msg: Any) -> None:
-        push = event_push(self.table, msg)
-        if push is None:
-            return
+        pushes = event_pushes(self.table, msg)
         if self.held is None:
-            self.tab.send(push)
+            for push in pushes:
+                self.tab.send(push)
         else:
-            self.held.append(push)
+            self.held += pushes
 
     def release(self) -> None:
         held, self.held = self.held or [], None

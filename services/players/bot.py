@@ -30,7 +30,6 @@ import random
 import time
 from typing import Any
 
-import msgspec
 from studroom.domain.commands import Leave, SitDown, SitOut
 from studroom.domain.errors import (ALREADY_LEAVING, ALREADY_SEATED, HAND_IN_PROGRESS, MUST_SHOW, NO_CHANGE,
                                     SEAT_TAKEN, UNKNOWN_SEAT)
@@ -38,9 +37,10 @@ from studroom.domain.events import (AntePosted, Event, HandCancelled, HandEnded,
                                     PlayerSatDown, SitOutChanged, TurnStarted)
 from studroom.domain.views import TableView
 
-from ..client.messages import decode_event
+from ..client.messages import UNREADABLE
 from ..client.table import TableClient
 from ..wire import subjects
+from ..wire.event_messages import events_of
 from ..wire.protocol import Reply
 from .asking import Asking, code_of
 from .bank import Bank
@@ -191,32 +191,36 @@ class Bot:
 
     # ------------------------------------------------------------------- messages
 
-    def _decode(self, msg: Any, where: str) -> Event | None:
+    def _read(self, msg: Any, where: str) -> list[tuple[int, Event]]:
+        """A message's events, each with the table's version after it (none, counted
+        and logged, when it is not a relay message)."""
         try:
-            return decode_event(msg.data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            return events_of(msg)
+        except UNREADABLE as e:
             self.stats.error(BAD_MESSAGE)
             log.warning("%s: undecodable %s message on %s: %s", self.player, where, msg.subject, e)
-            return None
+            return []
 
     async def _on_public(self, msg: Any) -> None:
-        event = self._decode(msg, "public")
-        if event is not None:
-            self.take_public(msg, event)
+        events = self._read(msg, "public")
+        if events:
+            self.take_public(msg, events)
 
-    def take_public(self, msg: Any, event: Event) -> None:
-        """One public message of the table (``msg``), decoded (``event``)."""
+    def take_public(self, msg: Any, events: list[tuple[int, Event]]) -> None:
+        """One public message of the table (``msg``), read: its events in order, each
+        with the table's version after it."""
         if self._stopped:
             return
-        if self.transcript is not None:
-            self.transcript.saw_public(msg, event)
         self.last_event_at = time.monotonic()
-        self._see(event)
+        for version, event in events:
+            if self.transcript is not None:
+                self.transcript.saw_public(msg, version, event)
+            self._see(event)
 
     async def _on_private(self, msg: Any) -> None:
-        event = self._decode(msg, "private")
-        if event is not None and self.transcript is not None:
-            self.transcript.saw_private(msg, event, self.seat, self.hand_no)
+        for version, event in self._read(msg, "private"):
+            if self.transcript is not None:
+                self.transcript.saw_private(msg, version, event, self.seat, self.hand_no)
 
     def _see(self, event: Event) -> None:
         """Update what the bot knows; start an answer when the table waits on it."""

@@ -2,7 +2,7 @@
 and credentials; the room's operator ("floor") opens the tables and deposits each
 bot's bankroll at the cashier, from which the bots buy in and top up (their own
 requests to the cashier); one spectator connection subscribes to each table's public
-subject and hands every message, decoded once, to the table's bots."""
+subject and hands every message, read once, to the table's bots, event by event."""
 
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final
 
-import msgspec
 from studroom.domain import errors
 
 from ..auth.authority import Authority
 from ..client import floor as floor_calls
 from ..client.cashier import CashierClient
-from ..client.messages import decode_event
+from ..client.messages import read_events
 from ..client.table import TableClient
 from ..players.bank import CashierBank
 from ..players.bot import Bot
@@ -116,17 +115,16 @@ class Room:
         return TableClient(await self._connect(role, name), role, name)
 
     def _fan_out(self, bots: list[Bot]) -> Any:
-        """One subscription to a table's public subject for all its bots (decoded
-        once: the room's CPU goes to playing, not to copies of the same message)."""
+        """One subscription to a table's public subject for all its bots (each message
+        read once: the room's CPU goes to playing, not to copies of the same message)."""
 
         async def deliver(msg: Any) -> None:
-            try:
-                event = decode_event(msg.data)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            events = read_events(msg)
+            if events is None:
                 self.stats.error(BAD_MESSAGE)
                 return
             for bot in bots:
-                bot.take_public(msg, event)
+                bot.take_public(msg, events)
 
         return deliver
 

@@ -16,15 +16,15 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
 from nats.js import api
 from studroom.domain import views
 from studroom.domain.events import Event
 from studroom.projections.ledger.conservation import TableChips
-from studroom.services.client.messages import decode_event
+from studroom.services.client.messages import UNREADABLE
 from studroom.services.store.inspect import open_stores
 from studroom.services.store.layout import store_of_table
 from studroom.services.wire import subjects
+from studroom.services.wire.event_messages import events_of
 
 FETCH = 1000                     # stream messages per fetch
 
@@ -33,7 +33,7 @@ class Consistency:
     """The stores of ``schemas`` against the public stream, for ``tables``.
 
     ``problems`` gathers what went wrong, each once, as it is found: a version on the
-    stream twice or out of order, a message that is not the stored event's public view,
+    stream twice or out of order, an event there that is not the stored one's public view,
     chips that do not add up; :meth:`missing` names stored versions the stream lacks."""
 
     def __init__(self, database_url: str, schemas: Sequence[str], tables: Sequence[str]) -> None:
@@ -42,7 +42,7 @@ class Consistency:
         self.tables = list(tables)
         self.stored: dict[str, list[Event]] = {t: [] for t in tables}
         self.published: dict[str, int] = dict.fromkeys(tables, 0)  # last version seen on the stream
-        self.unchecked: dict[str, list[tuple[int, bytes]]] = {t: [] for t in tables}
+        self.unchecked: dict[str, list[tuple[int, Event]]] = {t: [] for t in tables}
         self.chips = {t: TableChips(t) for t in tables}
         self.stream_seq = 0
         self.duplicates = 0
@@ -105,43 +105,40 @@ class Consistency:
         self.compare()
 
     def take(self, msg: Any) -> None:
-        """One stream message (a nats-py JetStream message): its version must follow the
-        table's last one."""
+        """One stream message (a nats-py JetStream message): its events' versions must
+        follow the table's last one."""
         self.stream_seq = max(self.stream_seq, msg.metadata.sequence.stream)
         table_id = subjects.table_of_public(msg.subject)
         if table_id not in self.published:
             return
         try:
-            version = int((msg.headers or {})[subjects.VERSION_HEADER])
-        except (KeyError, ValueError):
-            self.problems.append(f"{table_id}: stream message {msg.metadata.sequence.stream} without a version")
+            events = events_of(msg)
+        except UNREADABLE as e:
+            self.problems.append(f"{table_id}: stream message {msg.metadata.sequence.stream} does not read: {e}")
             return
         last = self.published[table_id]
-        if version <= last:
-            self.duplicates += 1
-            self.problems.append(f"{table_id}: version {version} on the stream again (after {last})")
-            return
-        if version != last + 1:
-            self.problems.append(f"{table_id}: versions {last + 1}..{version - 1} skipped on the stream")
-        self.published[table_id] = version
-        self.unchecked[table_id].append((version, msg.data))
+        again = [version for version, _ in events if version <= last]
+        if again:
+            self.duplicates += len(again)
+            named = f"version {again[0]}" if len(again) == 1 else f"versions {again[0]}..{again[-1]}"
+            self.problems.append(f"{table_id}: {named} on the stream again (after {last})")
+        new = [(version, event) for version, event in events if version > last]
+        if new and new[0][0] != last + 1:
+            self.problems.append(f"{table_id}: versions {last + 1}..{new[0][0] - 1} skipped on the stream")
+        if new:
+            self.published[table_id] = new[-1][0]
+            self.unchecked[table_id] += new
 
     def compare(self) -> None:
-        """Each stream message read whose stored event is known: its public view?"""
+        """Each event read off the stream whose stored event is known: its public view?"""
         for table_id, waiting in self.unchecked.items():
             stored = self.stored[table_id]
             kept = []
-            for version, data in waiting:
+            for version, event in waiting:
                 if version > len(stored):
-                    kept.append((version, data))
-                    continue
-                try:
-                    event = decode_event(data)
-                except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                    self.problems.append(f"{table_id} v{version}: the stream's message does not decode: {e}")
-                    continue
-                if event != views.public(stored[version - 1]):
-                    self.problems.append(f"{table_id} v{version}: the stream's message is not the stored "
+                    kept.append((version, event))
+                elif event != views.public(stored[version - 1]):
+                    self.problems.append(f"{table_id} v{version}: the stream's event is not the stored "
                                          f"event's public view")
             self.unchecked[table_id] = kept
 

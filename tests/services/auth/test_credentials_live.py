@@ -19,7 +19,7 @@ from studroom.services.warden import revocation
 from studroom.services.auth.authority import Authority
 from studroom.services.runtime.processes import process
 from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
-from studroom.services.wire import subjects
+from studroom.services.wire import event_messages, subjects
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -146,7 +146,7 @@ def test_credentials_end_and_a_connection_renews_them_before(secure_nats_url: st
         assert renewing.is_connected
         creds = jwt.creds_claims(authority.creds_path("player", "renewing").read_text())
         assert creds["exp"] - time.time() > terms.of("player").lifetime / 2      # renewed for a full lifetime
-        await published.publish(subjects.public_event("renewal", "Test"), b"still here")
+        await published.publish(subjects.public_message("renewal", event_messages.PLAIN), b"still here")
         await _until(lambda: got == [b"still here"])                 # its subscription came along
         for nc in (unrenewed, renewing, published):
             await nc.close()

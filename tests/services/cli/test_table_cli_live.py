@@ -46,7 +46,6 @@ from studroom.projections.ledger.reconcile import Scope, reconcile
 from studroom.projections.lobby.queries import LobbyQuery, decode_answer, encode_query
 from studroom.projections.ledger.sources import all_sources
 from studroom.services.client.cashier import CashierClient
-from studroom.services.client.messages import decode_event
 from studroom.services.client.table import TableClient
 from studroom.services.client.waiting import wait_at
 from studroom.services.room.bots import Room
@@ -55,6 +54,7 @@ from studroom.services.runtime.processes import process
 from studroom.services.runtime.settings import NATS_CREDS_VAR, NATS_URL_VAR
 from studroom.services.store.inspect import load_tables
 from studroom.services.wire import subjects
+from studroom.services.wire.event_messages import events_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -246,7 +246,7 @@ async def _waiting(live_room: LiveRoom, table_id: str) -> None:
     offers: list[Event] = []
 
     async def received(msg: Any) -> None:
-        offers.append(decode_event(msg.data))
+        offers.extend(event for _, event in events_of(msg))
 
     await player_nc.subscribe(subjects.private_events(waiting, table_id), cb=received)
     waiter = TableClient(player_nc, "player", waiting)
@@ -308,7 +308,7 @@ async def _waiting_anywhere(live_room: LiveRoom, tables: list[str]) -> None:
     offers: list[Event] = []
 
     async def received(msg: Any) -> None:
-        offers.append(decode_event(msg.data))
+        offers.extend(event for _, event in events_of(msg))
 
     for table_id in tables:
         await player_nc.subscribe(subjects.private_events(waiting_player, table_id), cb=received)

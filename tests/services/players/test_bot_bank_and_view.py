@@ -1,7 +1,7 @@
 """A bot under the permissions, against a fake table (no servers): it looks at its
 table first (ViewTable) and again after a reconnect, credits chips only through the
-bank it was handed (a player may not buy himself in), and answers an open turn the
-view shows it."""
+bank it was handed (a player may not buy himself in), answers an open turn the view
+shows it, and reads the relay's messages event by event."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ import msgspec
 import pytest
 from studroom.domain.commands import Act, BuyIn, SitDown
 from studroom.domain.config import TableConfig
-from studroom.domain.events import TurnStarted
+from studroom.domain.events import CardsDealt, DealtCard, SitOutChanged, TurnStarted
 from studroom.domain.simulate import STAKES
 from studroom.domain.views import SeatView, TableView
 from studroom.services.wire import cashier_protocol
 from studroom.services.client.cashier import CashierClient
 from studroom.services.players.bank import CashierBank
 from studroom.services.players.bot import Bot
+from studroom.services.players.stats import BAD_MESSAGE
 from studroom.services.client.table import TableClient
-from studroom.services.wire import protocol, subjects
+from studroom.services.wire import event_messages, protocol, subjects
 
 CONFIG = TableConfig(game="seven_card_stud", stakes=STAKES)
 
@@ -35,8 +36,10 @@ class FakeTable:
         self.view = view
         self.requests: list[tuple[str, Any]] = []
         self.stats = {"reconnects": 0}
+        self.subscribed: dict[str, Any] = {}      # subject -> its callback
 
     async def subscribe(self, subject: str, cb: Any) -> Any:
+        self.subscribed[subject] = cb
         return SimpleNamespace(unsubscribe=_nothing)
 
     async def flush(self) -> None:
@@ -169,3 +172,36 @@ def test_a_refused_buy_in_comes_back_with_the_tables_code() -> None:
 def test_only_a_player_buys_in_through_the_cashier() -> None:
     with pytest.raises(ValueError, match="player"):
         CashierBank(CashierClient(FakeCashier(cashier_protocol.CashierReply(ok=True)), "operator", "floor"))
+
+
+def test_a_bot_reads_a_message_of_several_events_one_by_one_and_counts_a_bad_one() -> None:
+    nc = FakeTable(_view([SeatView(2, "bob", 900, False)]))
+    turn = TurnStarted(turn=7, seat=2, kind="act", deadline_ms=0, options=["fold", "call"])
+    public = event_messages.public_message("t1", 4, [SitOutChanged(seat=3, sitting_out=True), turn])
+    dealt = CardsDealt(street=1, cards=[DealtCard(seat=2, card="As", up=False)])
+    private = event_messages.public_message("t1", 9, [dealt])      # the relay's body and headers, one event
+
+    async def run() -> Bot:
+        bot = Bot(TableClient(nc, "player", "bob"), "t1", 2, random.Random(1), stall_seconds=60)
+        await bot.start()
+        await nc.subscribed[subjects.public_events("t1")](
+            SimpleNamespace(subject=public.subject, headers=public.headers, data=public.payload))
+        await nc.subscribed[subjects.private_events("bob", "t1")](
+            SimpleNamespace(subject=subjects.private_events("bob", "t1"), headers=private.headers,
+                            data=private.payload))
+        await nc.subscribed[subjects.public_events("t1")](
+            SimpleNamespace(subject=public.subject, headers={}, data=public.payload))    # no version: not read
+        await asyncio.sleep(0.05)            # answers run as tasks
+        await bot.stop()
+        return bot
+
+    bot = asyncio.run(run())
+    assert bot.transcript is not None
+    assert [(r.version, r.event) for r in bot.transcript.public] == [(4, SitOutChanged(seat=3, sitting_out=True)),
+                                                                     (5, turn)]
+    assert all(r.subject == public.subject and r.data == public.payload for r in bot.transcript.public)
+    [answer] = [c for c in nc.commands() if isinstance(c, Act)]          # the turn, second in its message
+    assert answer.seat == 2 and answer.action in turn.options
+    assert [(r.version, r.event) for r in bot.transcript.private] == [(9, dealt)]
+    assert bot.transcript.down_cards == [(0, "As")]
+    assert bot.stats.error_codes == {BAD_MESSAGE: 1}

@@ -4,9 +4,10 @@ and every bot connects as its own identity, with only its role's powers): the sh
 room (tests/live_room.py), at tables of this test's own; then the store is the judge.
 
 * every table's stored events replay to a valid table (``Table.replay``);
-* every public message a bot received is exactly the public view of the stored event
-  of that version, and carries no down card of anybody before his showdown reveal;
-  the secrecy check (tests/secrecy.py) finds no leak in any public message;
+* every event of every public message a bot received is exactly the public view of the
+  stored event of that version, and carries no down card of anybody before his
+  showdown reveal; the secrecy check (tests/secrecy.py) finds no leak in any public
+  message; the relay sent fewer public messages than events (one per commit);
 * each player's private subject carried exactly his own down cards, nobody else's
   (checked on everything the relay sent to the tables' private subjects);
 * chips are conserved at every table.
@@ -26,6 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import psycopg
 import pytest
 from live_room import ROOM_BOTS_PER_TABLE, ROOM_TABLES, LiveRoom, RoomCommand
@@ -47,12 +49,11 @@ from studroom.domain.table import Table
 from studroom.projections.ledger.conservation import check_table
 from studroom.services.auth import jwt
 from studroom.services.auth.authority import Authority
-from studroom.services.client.messages import decode_event
 from studroom.services.room.bots import Room
 from studroom.services.room.plans import TablePlan, plan_tables
 from studroom.services.runtime.processes import process
 from studroom.services.store.inspect import load_tables, open_stores, stream_ids
-from studroom.services.wire import subjects
+from studroom.services.wire import event_messages, subjects
 
 pytestmark = pytest.mark.integration
 
@@ -109,11 +110,13 @@ def _players_by_version(events: list[Event]) -> list[dict[int, str]]:
     return out
 
 
-def check_public_message(table_id: str, data: bytes, event: Event, version: int,
-                         stored: list[Event], secrets: dict[int, tuple[list[tuple[str, int]], set[str]]]) -> None:
+def check_public_event(table_id: str, event: Event, version: int,
+                       stored: list[Event], secrets: dict[int, tuple[list[tuple[str, int]], set[str]]]) -> None:
+    """One event of a public message (a later event of its message may show a card
+    this one must not)."""
     expected = views.public(stored[version - 1])
     assert event == expected, f"{table_id} v{version}: public copy differs from the public view"
-    text = data.decode()
+    text = msgspec.json.encode(event).decode()
     down, shown = secrets.get(version, ([], set()))
     for card, seat in down:
         if card in shown or (isinstance(event, HandShown) and event.seat == seat):
@@ -132,19 +135,18 @@ class Spy:
             subjects.all_public_events(), subjects.all_private_events()])
         self.creds = folder / "spy.creds"
         self.creds.write_text(jwt.creds(token, seed))
-        self.private: list[tuple[str, bytes, dict[str, str]]] = []
-        self.public: dict[str, list[tuple[bytes, dict[str, str]]]] = defaultdict(list)
+        self.private: list[Any] = []                                # nats-py messages
+        self.public: dict[str, list[Any]] = defaultdict(list)        # by table
         self.nc: Any = None
 
     async def start(self, nats_url: str, table_ids: list[str]) -> None:
         self.nc = await process.connect(nats_url, "studroom-test-spy", creds=self.creds)
 
         async def on_private(msg: Any) -> None:
-            self.private.append((msg.subject, msg.data, dict(msg.headers or {})))
+            self.private.append(msg)
 
         async def on_public(msg: Any) -> None:
-            table = subjects.table_of_public(msg.subject)
-            self.public[table].append((msg.data, dict(msg.headers or {})))
+            self.public[subjects.table_of_public(msg.subject)].append(msg)
 
         for table_id in table_ids:
             await self.nc.subscribe(subjects.table_private_events(table_id), cb=on_private)
@@ -185,9 +187,10 @@ async def _play(nats_url: str, authority: Authority, plans: list[TablePlan], spy
     async with asyncio.timeout(30):
         while True:
             last = await asyncio.to_thread(stored)
-            if last == before and all(len(spy.public[t]) >= last[t] for t in ids) and all(
+            if last == before and all(spy.public[t] and _version(spy.public[t][-1].headers) >= last[t]
+                                      for t in ids) and all(
                     bot.transcript is not None and bot.transcript.public
-                    and _version(bot.transcript.public[-1].headers) >= last[bot.table_id] for bot in room.bots):
+                    and bot.transcript.public[-1].version >= last[bot.table_id] for bot in room.bots):
                 break
             before = last
             await asyncio.sleep(0.25)
@@ -251,35 +254,38 @@ def test_bots_play_over_nats_with_two_table_services_and_the_relay_under_authori
         versions = []
         assert bot.transcript is not None
         for received in bot.transcript.public:
-            assert received.subject == subjects.public_event(bot.table_id, type(received.event).__name__)
-            version = _version(received.headers)
+            assert received.headers is not None
+            types = received.headers[event_messages.EVENTS_HEADER].split(",")
+            assert received.subject == subjects.public_message(bot.table_id, event_messages.mark_of(types))
+            version = received.version
+            place = version - event_messages.first_version(received.headers, len(types))   # in its message
+            assert types[place] == type(received.event).__name__
             versions.append(version)
-            check_public_message(bot.table_id, received.data, received.event, version, events,
-                                 secrets[bot.table_id])
+            check_public_event(bot.table_id, received.event, version, events, secrets[bot.table_id])
             checked += 1
         # In order, none missing, none twice, up to the end of the store.
         assert versions == list(range(versions[0], versions[0] + len(versions)))
         assert versions[-1] == len(events)
     assert checked > 20 * stats.hands
     for table_id in ids:
-        versions = [_version(h) for _, h in spy.public[table_id]]
+        versions = [version for msg in spy.public[table_id] for version, _ in event_messages.events_of(msg)]
         assert versions == list(range(1, len(stored[table_id]) + 1))
+        assert len(spy.public[table_id]) < len(versions)          # one message per commit, not per event
 
     # The secrecy check (tests/secrecy.py) on every public message, the store as the truth.
     truth = Truth()
     for table_id, events in stored.items():
         truth.learn_stored(table_id, events)
-    report = scan([Message(t, _version(h), data) for t in ids for data, h in spy.public[t]], truth)
+    report = scan([Message(t, _version(m.headers), m.data) for t in ids for m in spy.public[t]], truth)
     assert not report.leaks and report.hands >= stats.hands, str(report)
 
     # Private subjects: each carries exactly its owner's own down cards (and, R23, a mucked
     # hand to the showdown's participants: checked by the secrecy scan above).
     players = {t: _players_by_version(e) for t, e in stored.items()}
     got: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for subject, data, headers in spy.private:
-        _, _, player, table_id = subject.split(".")
-        version = _version(headers)
-        event = decode_event(data)
+    for msg in spy.private:
+        _, _, player, table_id = msg.subject.split(".")
+        (version, event), = event_messages.events_of(msg)          # a private copy: one event
         original = stored[table_id][version - 1]
         if isinstance(original, HandMucked):
             assert player in {players[table_id][version - 1][s] for s in original.participants}

@@ -33,7 +33,7 @@ from studroom.services.client.table import TableClient
 from studroom.services.store.codec import register_event_types
 from studroom.services.store.postgres import PostgresEventStore
 from studroom.services.table.service import TableService
-from studroom.services.wire import protocol, subjects
+from studroom.services.wire import event_messages, protocol, subjects
 from studroom.services.wire.partitioning import partition_of
 from table_driver import table_config
 
@@ -305,7 +305,7 @@ def test_a_player_cannot_publish_as_anyone_else(connect_as: Any, store: Postgres
                         f"studroom.pcmd.{p}.{table_id}.operator.{ann.client.name}",
                         subjects.command_from("operator", ann.client.name, table_id),
                         subjects.command_from("service", "timer", table_id),
-                        subjects.public_event(table_id, "HandStarted")):
+                        subjects.public_message(table_id, event_messages.PLAIN)):
             error = await ann.refused_by_server(ann.nc.publish(subject, body))
             assert "permissions violation" in error, (subject, error)
         assert r.stored(table_id) == before
@@ -367,10 +367,10 @@ def test_a_spectator_reads_public_events_only_and_sends_nothing(
         body = protocol.encode_command(OpenTable(table_id=table_id, config=table_config()))
         for subject in (subjects.command_from("player", "public", table_id),
                         subjects.command_from("operator", "public", table_id),
-                        subjects.public_event(table_id, "HandStarted")):
+                        subjects.public_message(table_id, event_messages.PLAIN)):
             error = await spectator.refused_by_server(spectator.nc.publish(subject, body))
             assert "permissions violation" in error, (subject, error)
-        await relay.nc.publish(subjects.public_event(table_id, "HandStarted"), b"a public event")
+        await relay.nc.publish(subjects.public_message(table_id, event_messages.PLAIN), b"a public event")
         await relay.nc.flush()
         for _ in range(50):
             if got:
