@@ -24,6 +24,7 @@ class BotStats:
     refused_stale: int = 0         # turns that were over when the answer arrived
     errors: int = 0                # unexpected refusals, timeouts, bad messages
     hands: int = 0                 # HandEnded seen (counted once per table by seat owner)
+    public_messages: int = 0       # relay messages heard on the tables' public subjects (the room's fan-out)
     # seconds, request -> reply, of the latest commands (bounded: a room runs for days)
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_SAMPLES))
     error_codes: dict[str, int] = field(default_factory=dict)

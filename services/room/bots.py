@@ -119,6 +119,7 @@ class Room:
         read once: the room's CPU goes to playing, not to copies of the same message)."""
 
         async def deliver(msg: Any) -> None:
+            self.stats.public_messages += 1
             events = read_events(msg)
             if events is None:
                 self.stats.error(BAD_MESSAGE)

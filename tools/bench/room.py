@@ -104,7 +104,7 @@ async def _play(row: Row, nats_url: str, database_url: str, nats: EmbeddedNats, 
             await progress.wait("warming up", WARM_UP)
             schemas = store_schemas(row.layout.stores)
             events = await asyncio.to_thread(events_stored, database_url, schemas)
-            actions, hands, errors = stats.actions, stats.hands, stats.errors
+            actions, hands, errors, messages = stats.actions, stats.hands, stats.errors, stats.public_messages
             stats.latencies.clear()
             before = meter.sample()
             started = time.perf_counter()
@@ -113,6 +113,7 @@ async def _play(row: Row, nats_url: str, database_url: str, nats: EmbeddedNats, 
             row.seconds = time.perf_counter() - started
             row.actions, row.hands = stats.actions - actions, stats.hands - hands
             row.errors = stats.errors - errors
+            row.messages = stats.public_messages - messages
             row.p50, row.p99 = stats.latency_percentile(50), stats.latency_percentile(99)
             row.cpu, row.machine = split(before, after)
             row.events = await asyncio.to_thread(events_stored, database_url, schemas) - events
