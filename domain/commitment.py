@@ -25,7 +25,6 @@ states both formats for third parties; :class:`Published` is the check.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from typing import Final
 
 from .cards import CARD_TEXT, DECK_SIZE
@@ -51,10 +50,11 @@ def leaf(place: int, card: int, salt: bytes) -> bytes:
     return hashlib.sha256(_PREFIX[place][card] + salt).digest()
 
 
-def leaves(order: Sequence[int], salts: Sequence[bytes]) -> list[bytes]:
+def leaves(order: list[int], salts: list[bytes]) -> list[bytes]:
     """The leaf of each place of a deck (``order``: its cards, top first)."""
     sha256 = hashlib.sha256
-    return [sha256(_PREFIX[place][card] + salt).digest() for place, (card, salt) in enumerate(zip(order, salts))]
+    return [sha256(_PREFIX[place][order[place]] + salts[place]).digest()
+            for place in range(min(len(order), len(salts)))]
 
 
 def leaves_root(joined: bytes) -> bytes:

@@ -27,7 +27,7 @@ def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Se
     the last live level) goes to every live seat, as if they were eligible (R26, 2026-12).
     """
     put_in = {s: contributions.get(s, 0) for s in live}   # a live seat may have nothing in (an
-    top = max(put_in.values(), default=0)                 # uncalled bring-in returned, no ante)
+    top = max(put_in.values()) if put_in else 0           # uncalled bring-in returned, no ante)
     if not capped:                   # nobody all-in: one pot (what the loop below gives)
         total = sum(contributions.values())
         return [Pot(total, sorted([s for s in live if put_in[s] >= top]))] if total else []

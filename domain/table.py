@@ -143,7 +143,20 @@ class Table:
         return table
 
     def apply(self, event: Event) -> None:
-        _APPLY[type(event)](self, event)
+        # the events of every betting round, called directly: compiled, a direct call skips
+        # the lookup and the argument checks of a call through _APPLY (a few % of a hand)
+        if type(event) is TurnStarted:
+            _turn_started(self, event)
+        elif type(event) is Acted:
+            _acted(self, event)
+        elif type(event) is CardsDealt:
+            _cards_dealt(self, event)
+        elif type(event) is RoundStarted:
+            _round_started(self, event)
+        elif type(event) is RoundEnded:
+            _round_ended(self, event)
+        else:
+            _APPLY[type(event)](self, event)
         command_id = event.command_id
         if command_id is not None:
             command_ids.remember(self.last_command_ids, command_id, self._paid_by(event, command_id))
@@ -174,7 +187,10 @@ class Table:
         self._events = []
         snapshot = self._snapshot() if self._may_fail_midway(command) else None
         try:
-            handler(self, command)
+            if type(command) is Act:    # the most frequent command, called directly (as apply's events)
+                self._act(command)
+            else:
+                handler(self, command)
         except DomainError:
             if snapshot is not None:
                 for name, value in snapshot.items():
@@ -191,7 +207,8 @@ class Table:
         """May ``by`` give this command, and under which id is it stored?  A trusted
         command (no sender) carries no id."""
         if by is None:
-            command_ids.none_without_sender(command.command_id)
+            if command.command_id is not None:
+                command_ids.none_without_sender(command.command_id)
             return None
         holders = {seat: state.player for seat, state in self.seats.items()}
         authorize(command, by, holders, self.config is not None and not self.config.auto_deal)
@@ -368,8 +385,8 @@ class Table:
     def _offer_seat(self, c: Command) -> None:
         """A free seat, someone waiting and no offer open: offer it to the first."""
         config = self._require_config()
-        if self.closing or self.closed:
-            return
+        if self.closing or self.closed or not self.waiting or self.offer is not None:
+            return                  # nobody to offer a seat to (what next_offer says), found cheaply
         seat = waiting_list.free_seat(self.seats, config.seat_count, config.max_players)
         player = waiting_list.next_offer(self.waiting, self.offer, seat)
         if player is not None and seat is not None:
@@ -951,7 +968,7 @@ Said = tuple[str | None, str | None, tuple[str, ...], str, str]
 def _announcement(p: HandPlayer) -> Said | None:
     """The announcement of a player's up cards, rendered in both languages.  Memoised by
     what it depends on: the ranks, and whether the cards are all of one suit (draws)."""
-    key = (p.up_ranks, p.up_suits & (p.up_suits - 1) == 0)
+    key = p.up_ranks * 2 + (p.up_suits & (p.up_suits - 1) == 0)   # one int: a cheaper key than a pair
     said = _ANNOUNCEMENTS.get(key, _UNKNOWN)
     if said is _UNKNOWN:
         a = announcements.describe(p.ups)
@@ -962,7 +979,7 @@ def _announcement(p: HandPlayer) -> Said | None:
     return said  # type: ignore[return-value]
 
 
-_ANNOUNCEMENTS: Final[dict[tuple[int, bool], Said | None]] = {}
+_ANNOUNCEMENTS: Final[dict[int, Said | None]] = {}
 _UNKNOWN: Final = object()     # not memoised yet (None is a memoised "nothing to say")
 
 
