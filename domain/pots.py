@@ -17,7 +17,7 @@ class Pot:
     rake: int = 0
 
 
-def build_pots(contributions: Mapping[int, int], live: Sequence[int], capped: Sequence[int]) -> list[Pot]:
+def build_pots(contributions: dict[int, int], live: list[int], capped: list[int]) -> list[Pot]:
     """R26: main pot first, then a side pot above each all-in level.
 
     ``contributions`` holds every seat's chips in the hand (folded seats included: their

@@ -145,15 +145,15 @@ class Table:
     def apply(self, event: Event) -> None:
         # the events of every betting round, called directly: compiled, a direct call skips
         # the lookup and the argument checks of a call through _APPLY (a few % of a hand)
-        if type(event) is TurnStarted:
+        if type(event) is _TURN_STARTED:
             _turn_started(self, event)
-        elif type(event) is Acted:
+        elif type(event) is _ACTED:
             _acted(self, event)
-        elif type(event) is CardsDealt:
+        elif type(event) is _CARDS_DEALT:
             _cards_dealt(self, event)
-        elif type(event) is RoundStarted:
+        elif type(event) is _ROUND_STARTED:
             _round_started(self, event)
-        elif type(event) is RoundEnded:
+        elif type(event) is _ROUND_ENDED:
             _round_ended(self, event)
         else:
             _APPLY[type(event)](self, event)
@@ -1304,6 +1304,14 @@ def _waiting_left(t: Table, e: WaitingListLeft) -> None:
 def _seat_offered(t: Table, e: SeatOffered) -> None:
     t.offer = msgspec.structs.replace(e, command_id=None)   # the offer, whichever command made it
 
+
+# apply's busiest events (Final: compiled, a C static, where a class imported from the
+# interpreted events module is looked up in the module's dict at every use)
+_TURN_STARTED: Final = TurnStarted
+_ACTED: Final = Acted
+_CARDS_DEALT: Final = CardsDealt
+_ROUND_STARTED: Final = RoundStarted
+_ROUND_ENDED: Final = RoundEnded
 
 # the attributes that make up a table's state (``state()``, snapshots)
 _STATE: Final = (
