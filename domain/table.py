@@ -734,8 +734,8 @@ class Table:
         hand = self.hand
         assert hand is not None and self.config is not None and self.game is not None
         opts = options(hand, p)
-        sizes = ["small", "big"] if len(bet_sizes(hand, self.game, self.config.stakes)) == 2 and (
-            "bet" in opts or "raise" in opts) else []
+        sizes = ["small", "big"] if ("bet" in opts or "raise" in opts) and len(
+            bet_sizes(hand, self.game, self.config.stakes)) == 2 else []
         self._emit(TurnStarted(
             turn=self.turn + 1, seat=p.seat, kind="act",
             deadline_ms=self._deadline(c, self.config.action_seconds),
