@@ -7,14 +7,21 @@ hand, build the main and side pots; take the rake; split each pot between winner
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 
-@dataclass(slots=True)
 class Pot:
-    amount: int
-    eligible: list[int]       # seats still in the hand that contributed up to this pot's level
-    rake: int = 0
+    """One pot (a plain class, not a dataclass: compiled, a dataclass's generated
+    ``__init__`` runs interpreted)."""
+
+    __slots__ = ("amount", "eligible", "rake")
+
+    def __init__(self, amount: int, eligible: list[int], rake: int = 0) -> None:
+        self.amount = amount
+        self.eligible = eligible      # seats still in the hand that contributed up to this pot's level
+        self.rake = rake
+
+    def __repr__(self) -> str:
+        return f"Pot(amount={self.amount}, eligible={self.eligible}, rake={self.rake})"
 
 
 def build_pots(contributions: dict[int, int], live: list[int], capped: list[int]) -> list[Pot]:
