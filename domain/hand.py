@@ -80,7 +80,8 @@ class HandState(Record):
     )
     __slots__ = FIELDS
 
-    def __init__(self, hand_no: int, button: int, players: list[HandPlayer]) -> None:
+    def __init__(self, hand_no: int, button: int, players: list[HandPlayer],
+                 committed: CommittedDeck | None = None) -> None:
         self.hand_no = hand_no
         self.button = button
         self.players = {p.seat: p for p in players}
@@ -88,7 +89,8 @@ class HandState(Record):
         self._in_order: list[HandPlayer] = []   # the players of ``order``
         self._clockwise: dict[int, tuple[HandPlayer, ...]] | None = None
         self.set_order([p.seat for p in players])
-        self.committed = CommittedDeck(b"", [])   # the hand's deck and its commitment (R32)
+        # the hand's deck and its commitment (R32); an empty one at a live dealer's table
+        self.committed = CommittedDeck(b"", []) if committed is None else committed
         self.deck: Deck = self.committed   # dealt from, top first (R17: the stub); ``pos``: the next card's place
         self.pos = 0
         self.consumed = 0              # cards taken from the 52 (dealt and burned)

@@ -1062,13 +1062,13 @@ def _leave_requested(t: Table, e: LeaveRequested) -> None:
 
 def _hand_started(t: Table, e: HandStarted) -> None:
     players = [HandPlayer(s.seat, s.player, s.stack) for s in e.seats]
-    hand = HandState(e.hand_no, e.button, players)
     seed = bytes.fromhex(e.seed) if e.seed is not None else None
+    committed = None
     if e.deck:
-        hand.committed = CommittedDeck(seed if seed is not None else scripted_key(e.deck), parse_many(e.deck))
+        committed = CommittedDeck(seed if seed is not None else scripted_key(e.deck), parse_many(e.deck))
     elif seed is not None:
-        hand.committed = CommittedDeck(seed)
-    hand.deck = hand.committed
+        committed = CommittedDeck(seed)
+    hand = HandState(e.hand_no, e.button, players, committed)
     t.hand, t.button = hand, e.button
     t.pause_turn, t.pause_served = None, False
 
