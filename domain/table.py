@@ -155,6 +155,10 @@ class Table:
             _round_started(self, event)
         elif type(event) is _ROUND_ENDED:
             _round_ended(self, event)
+        elif type(event) is _ANTE_POSTED:
+            _ante_posted(self, event)
+        elif type(event) is _POT_AWARDED or type(event) is _ANNOUNCED:
+            pass                        # facts that change nothing the rules look at (_nothing)
         else:
             _APPLY[type(event)](self, event)
         command_id = event.command_id
@@ -1312,6 +1316,9 @@ _ACTED: Final = Acted
 _CARDS_DEALT: Final = CardsDealt
 _ROUND_STARTED: Final = RoundStarted
 _ROUND_ENDED: Final = RoundEnded
+_ANTE_POSTED: Final = AntePosted
+_POT_AWARDED: Final = PotAwarded
+_ANNOUNCED: Final = Announced
 
 # the attributes that make up a table's state (``state()``, snapshots)
 _STATE: Final = (
