@@ -143,6 +143,13 @@ class Table:
         return table
 
     def apply(self, event: Event) -> None:
+        self._change(event)
+        command_id = event.command_id
+        if command_id is not None:
+            command_ids.remember(self.last_command_ids, command_id, self._paid_by(event, command_id))
+
+    def _change(self, event: Event) -> None:
+        """What ``event`` does to the table (``apply`` without the event's command id)."""
         # the events of every betting round, called directly: compiled, a direct call skips
         # the lookup and the argument checks of a call through _APPLY (a few % of a hand)
         if type(event) is _TURN_STARTED:
@@ -161,9 +168,6 @@ class Table:
             pass                        # facts that change nothing the rules look at (_nothing)
         else:
             _APPLY[type(event)](self, event)
-        command_id = event.command_id
-        if command_id is not None:
-            command_ids.remember(self.last_command_ids, command_id, self._paid_by(event, command_id))
         self.version += 1
 
     def _paid_by(self, event: Event, command_id: str) -> str | None:
@@ -227,7 +231,9 @@ class Table:
             raise DomainError(TABLE_CLOSED, f"table {self.table_id} is {state}")
 
     def _emit(self, event: Event) -> None:
-        self.apply(event)
+        # an event the rules just made has no command id yet (execute gives the first its
+        # command's, and remembers it): nothing of apply's to do with it
+        self._change(event)
         self._events.append(event)
 
     def _may_fail_midway(self, command: Command) -> bool:
