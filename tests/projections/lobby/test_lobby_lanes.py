@@ -86,12 +86,17 @@ def test_an_event_after_a_gap_takes_its_predecessor_from_the_stream() -> None:
     assert not setup.views
 
 
-def test_versions_the_stream_lost_are_replaced_by_the_table_s_own_view() -> None:
+@pytest.mark.parametrize(("lost", "sizes", "first"), [
+    (11, (1,), 10),            # one event a message
+    (14, (4,), 3),             # a message of several events (13 to 16)
+])
+def test_versions_the_stream_lost_are_replaced_by_the_table_s_own_view(lost: int, sizes: tuple[int, ...],
+                                                                       first: int) -> None:
     events = played(hands=1)
-    setup = Setup(events, lost={11})                              # a dead letter of the relay
+    setup = Setup(events, lost={lost}, sizes=sizes)               # a dead letter of the relay
     msgs = setup.stream.in_order()
-    asyncio.run(setup.deliver(msgs[:10]))
-    asyncio.run(setup.deliver(msgs[10:]))
+    asyncio.run(setup.deliver(msgs[:first]))
+    asyncio.run(setup.deliver(msgs[first:]))
     assert all(m.acked for m in msgs)
     entry = setup.bucket.entry()
     assert entry.version == len(events) and entry.resyncs == 1 and setup.views

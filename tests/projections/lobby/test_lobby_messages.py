@@ -76,17 +76,6 @@ def test_a_message_of_several_events_after_a_gap_takes_its_predecessors_from_the
     assert setup.bucket.entry() == entry_of(events) and not setup.views
 
 
-def test_a_lost_message_of_several_events_is_replaced_by_the_table_s_own_view() -> None:
-    events = played(hands=1)
-    setup = Setup(events, lost={14}, sizes=(4,))              # 13 to 16: a dead letter of the relay
-    msgs = setup.stream.in_order()
-    asyncio.run(setup.deliver(msgs[:3]))
-    asyncio.run(setup.deliver(msgs[3:]))
-    assert all(m.acked for m in msgs)
-    entry = setup.bucket.entry()
-    assert entry.version == len(events) and entry.resyncs == 1 and setup.views
-
-
 def test_a_first_format_message_still_folds_delivered_or_read_back() -> None:
     events = played()
     half = len(events) // 2
