@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 from console_server import ConsoleServer
 from playwright.sync_api import Browser, BrowserContext, Locator, Page, expect
 
-SCREENSHOTS = Path(__file__).resolve().parents[4] / "docs" / "screenshots"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[4] / "docs" / "screenshots"
 WAIT_MS = 20_000             # what a page is given to show what a test waits for
 
 
@@ -31,9 +33,13 @@ class Pages:
 
 
 def screenshot(page: Page, name: str) -> Path:
-    """``docs/screenshots/<name>.png``, overwritten at each run (the README shows them)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
+    """``<name>.png`` in ``docs/screenshots`` (the README shows them) when the run is
+    asked to renew them (``STUDROOM_SCREENSHOTS=1``), else in the temporary folder: a
+    test run leaves the working tree as it was."""
+    folder = DOCS_SCREENSHOTS if os.environ.get("STUDROOM_SCREENSHOTS") == "1" else (
+        Path(tempfile.gettempdir()) / "studroom-screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
 
