@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
-import msgspec
 from studroom.domain.events import Event
 from studroom.services.wire import subjects
-from studroom.services.wire.event_messages import events_of
+from studroom.services.wire.event_messages import UNREADABLE, events_of
 from studroom.services.wire.pull import delivery, ms_of
 
 from .entry import LobbyEntry
 from .projection import apply
 from .stream import version_of
-
-UNREADABLE: Final = (msgspec.DecodeError, msgspec.ValidationError, ValueError)   # what events_of raises
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ import msgspec
 from studroom.domain.events import Event
 from studroom.services.wire import subjects
 from studroom.services.wire.door import identity_of
-from studroom.services.wire.event_messages import events_of
+from studroom.services.wire.event_messages import UNREADABLE, events_of
 from studroom.services.wire.subjects import LOBBY_BUCKET
 
 from .entry import LobbyEntry, decode
@@ -177,7 +177,7 @@ async def watch_table(nc: Any, table_id: str, lang: str, screen: Screen, stop: a
     async def public(msg: Any) -> None:
         """A message of the table's events (one that does not decode, or says no
         version, is passed over: a gap the lobby's answer closes)."""
-        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError, ValueError):
+        with contextlib.suppress(*UNREADABLE):
             at_ms = now_ms()
             for version, event in events_of(msg):
                 follower.offer(version, event, at_ms)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-import msgspec
 from nats.js.api import ConsumerConfig
 
 from studroom.domain.events import PlayerLeft
@@ -64,7 +63,7 @@ class CashOuts:
             table_id = subjects.table_of_public(msg.subject)
             leaves = [(version, event) for version, event in event_messages.events_of(msg)
                       if isinstance(event, PlayerLeft)]
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
+        except event_messages.UNREADABLE as e:      # (a subject no table's: BadName, a ValueError)
             # Never acked unread: its mark says a cash-out is in it (an event type this
             # cashier does not know yet spoils the whole message). The pull loop sets it
             # aside as a dead letter, with its body and an alarm: an operator books it.

@@ -5,14 +5,11 @@ read by ``wire/event_messages.py``, the format's one place."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-import msgspec
 from studroom.domain.events import Event
 
-from ..wire.event_messages import events_of
-
-UNREADABLE: Final = (msgspec.DecodeError, msgspec.ValidationError, ValueError)   # what events_of raises
+from ..wire.event_messages import UNREADABLE, events_of
 
 
 def read_events(msg: Any) -> list[tuple[int, Event]] | None:

@@ -150,9 +150,8 @@ class Outbox:
             subjects.check_name(n.stream_id)
             part = self._encode(views.public(event))
             alone = len(part) + 2 > limit
-            if len(part) + 2 > self.max_payload - HEADROOM and (size := wire_size(self._public_headers(n.id, n.version, [kind]),
-                                            event_messages.body([part]))) > self.max_payload:
-                raise Unpublishable(f"{size} bytes, more than the server's max_payload of {self.max_payload}")
+            if alone:
+                self._check_size(self._public_headers(n.id, n.version, [kind]), event_messages.body([part]))
         except UNPUBLISHABLE as error:
             letters.set_aside.append(DeadLetter.of(self.name, n, kind, None, str(error)))
             self._flush(letters, runs, n.stream_id)
@@ -199,6 +198,11 @@ class Outbox:
         headers = {"Nats-Msg-Id": msg_id, "Nats-Expected-Stream": stream,
                    **event_messages.headers(n.version, [kind])}
         payload = event_messages.body([self._encode(view)])
+        self._check_size(headers, payload)
+        return Outgoing(stream, subject, msg_id, headers, payload, n.stream_id)
+
+    def _check_size(self, headers: dict[str, str], payload: bytes) -> None:
+        """Unpublishable when the server would refuse the message for its size (only
+        bodies close to the limit are measured)."""
         if len(payload) > self.max_payload - HEADROOM and (size := wire_size(headers, payload)) > self.max_payload:
             raise Unpublishable(f"{size} bytes, more than the server's max_payload of {self.max_payload}")
-        return Outgoing(stream, subject, msg_id, headers, payload, n.stream_id)

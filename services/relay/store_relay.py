@@ -77,7 +77,7 @@ class StoreRelay:
         """The next batch: notifications from ``start`` and their messages."""
         return await self._build(start, await self._read(start, limit))
 
-    async def _read(self, start: int, limit: int) -> list[Notification]:
+    async def _read(self, start: int, limit: int) -> Sequence[Notification]:
         """Read on the event loop (an asyncio connection: the relay makes hundreds of
         small reads a second under live load, a thread hop each cost a fifth of its CPU)."""
         self._end = None
@@ -88,9 +88,9 @@ class StoreRelay:
             notes = await asyncio.to_thread(self.store.read_notifications, start, limit)
         last = notes[-1].id if notes else start - 1
         self._end = last if len(notes) < limit else None
-        return list(notes)
+        return notes
 
-    async def _build(self, start: int, notes: list[Notification],
+    async def _build(self, start: int, notes: Sequence[Notification],
                      published: dict[str, int] | None = None) -> Prepared:
         """The messages of ``notes``, built here unless a seat map must be loaded from
         the store first (a restart, a table met mid-stream): that goes to a thread."""

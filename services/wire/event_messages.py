@@ -126,6 +126,9 @@ def decoding(item: Any) -> Callable[[bytes], list[Any]]:
 decode_events: Callable[[bytes], list[Event]] = decoding(TableEvent)
 """A message's events."""
 
+UNREADABLE: Final = (msgspec.DecodeError, msgspec.ValidationError, ValueError)
+"""What reading a message raises (:func:`events_of`): it is no relay message."""
+
 
 def first_version(message_headers: Mapping[str, str] | None, count: int) -> int:
     """The table's version after the message's first event (ValueError when its
