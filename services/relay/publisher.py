@@ -11,7 +11,8 @@ from typing import Any, Final
 import msgspec
 
 from ..wire import subjects
-from ..wire.raw import raw_writer, wrote
+from ..wire.pub_ack import PubAck, decode_ack
+from ..wire.raw import hpub, raw_writer, wrote
 from .errors import BusError
 from .outbox import Outgoing
 
@@ -20,24 +21,6 @@ from .outbox import Outgoing
 MESSAGE_TOO_BIG: Final = 10054       # JSStreamMessageExceedsMaximumErr (the stream's max_msg_size)
 HEADERS_TOO_BIG: Final = 10097       # JSStreamHeaderExceedsMaximumErr
 REFUSED_FOR_GOOD: Final = frozenset({MESSAGE_TOO_BIG, HEADERS_TOO_BIG})
-
-
-class AckError(msgspec.Struct):
-    code: int = 0
-    err_code: int = 0
-    description: str = ""
-
-
-class PubAck(msgspec.Struct):
-    """JetStream's answer to a published message: where it was stored, or why not."""
-
-    stream: str = ""
-    seq: int = 0
-    duplicate: bool = False
-    error: AckError | None = None
-
-
-decode_ack = msgspec.json.Decoder(PubAck).decode
 
 
 class Acks:
@@ -77,19 +60,6 @@ class Acks:
     def fail(self, error: Exception) -> None:
         if not self.done.done():
             self.done.set_exception(error)
-
-
-def _hpub(m: Outgoing, reply: str) -> bytes | None:
-    """The message as nats-py's ``publish`` would put it on the wire (``HPUB``), built
-    in one go; None when a subject or header would need its checks (a space, a line
-    break: never from the outbox's names), so that ``publish`` refuses it as usual."""
-    head = "".join([f"{k}: {v}\r\n" for k, v in m.headers.items()])
-    if not (m.subject.isprintable() and head.replace("\r\n", "").isprintable()) or " " in m.subject:
-        return None
-    header = f"NATS/1.0\r\n{head}\r\n".encode()
-    size = len(header)
-    return b"".join((f"HPUB {m.subject} {reply} {size} {size + len(m.payload)}\r\n".encode(),
-                     header, m.payload, b"\r\n"))
 
 
 class Publisher:
@@ -136,7 +106,7 @@ class Publisher:
             waiting[token] = (acks, m)
             acks.sent += 1
             acks.left += 1
-            command = _hpub(m, prefix + token) if raw is not None else None
+            command = hpub(m.subject, prefix + token, m.headers, m.payload) if raw is not None else None
             if command is None:
                 await publish(m.subject, m.payload, reply=prefix + token, headers=m.headers)
             else:

@@ -35,6 +35,7 @@ from ..wire.event_messages import is_wanted
 from ..wire.pull import PullLoop, retry_later, stamp_ms
 from .last_schedules import LastSchedules
 from .local_wheel import FireDone, LocalWheel, Source
+from .publisher import SchedulePublisher
 from .schedule import TimerPayload, decode_payload
 from .stats import TimerStats
 from .streams import (
@@ -83,6 +84,7 @@ class TimerService:
         self.timeouts = Timeouts(client if client is not None else table_client(nc), self.stats, request_timeout)
         self.local = LocalWheel(nc, self.instance_id, self.stats, time_out=self.timeouts.send, done=self._finish,
                                 clock=clock)
+        self.publisher = SchedulePublisher(nc, self.js)  # the schedules, acks on a subscription of its own
         self.last = LastSchedules()                      # each table's schedule subject, as last known
         self._locks: dict[str, asyncio.Lock] = {}       # per table: one turn scheduled at a time
         self.loops: list[PullLoop] = []
@@ -113,6 +115,8 @@ class TimerService:
                 max_inflight=self.max_inflight,
                 recreate=lambda: ensure_consumer(self.js, subjects.PUBLIC_STREAM, turns_consumer_config())))
         notices = await self.nc.subscribe(subjects.all_turn_notices(), cb=self._on_notice) if turns else None
+        if turns:
+            await self.publisher.start()
         wheel = asyncio.create_task(self.local.run(stop))
         try:
             await asyncio.gather(*(loop.run(stop) for loop in self.loops))
@@ -123,6 +127,7 @@ class TimerService:
             if notices is not None:
                 with contextlib.suppress(nats.errors.Error):
                     await notices.unsubscribe()
+            await self.publisher.stop()
 
     def reconnected(self) -> None:
         """After a reconnect: the open pull requests are lost, ask again."""
@@ -169,7 +174,7 @@ class TimerService:
     async def _schedule(self, timer: TimerPayload) -> None:
         """The turn's schedule (durable) first, then the local wheel (precise)."""
         try:
-            published = await publish_schedule(self.js, timer, self.last)
+            published = await publish_schedule(self.js, self.publisher, timer, self.last)
         finally:
             self.stats.schedule_reads = self.last.reads
         if published is None:

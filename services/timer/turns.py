@@ -21,6 +21,7 @@ from studroom.domain.events import PauseStarted, TurnStarted
 
 from ..wire import event_messages, subjects
 from .last_schedules import EMPTY, NO_TURN, Last, LastSchedules, actual_last
+from .publisher import SchedulePublisher
 from .schedule import TimerPayload, decode_payload, encode_payload, schedule_headers
 
 # The public events that start a timer, and the kind of a timer whose event has none of
@@ -70,10 +71,12 @@ class Published(msgspec.Struct, frozen=True):
     tell: bool
 
 
-async def publish_schedule(js: Any, timer: TimerPayload, known: LastSchedules) -> Published | None:
-    """Publish the table's schedule unless one of this turn or a newer one is known
-    (None: superseded); raises ``nats.errors.TimeoutError`` after
-    ``PUBLISH_ATTEMPTS`` lost races (the event is redelivered)."""
+async def publish_schedule(js: Any, publisher: SchedulePublisher, timer: TimerPayload,
+                           known: LastSchedules) -> Published | None:
+    """Publish the table's schedule (through ``publisher``; ``js`` reads the subject)
+    unless one of this turn or a newer one is known (None: superseded); raises
+    ``nats.errors.TimeoutError`` after ``PUBLISH_ATTEMPTS`` lost races (the event is
+    redelivered)."""
     table_id = timer.table_id
     subject = subjects.timer_schedule(table_id)
     payload = encode_payload(timer)
@@ -88,7 +91,7 @@ async def publish_schedule(js: Any, timer: TimerPayload, known: LastSchedules) -
                 known.put(table_id, last)
                 return None
         try:
-            ack = await js.publish(subject, payload, headers=schedule_headers(table_id, timer.deadline_ms, last.seq))
+            ack = await publisher.publish(subject, payload, schedule_headers(table_id, timer.deadline_ms, last.seq))
         except nats.js.errors.APIError as e:
             if e.err_code != WRONG_LAST_SEQUENCE:
                 raise

@@ -1,12 +1,12 @@
 """Writing protocol commands straight to a nats-py connection: what its ``publish``
 would write, without its checks of each subject and header (regular expressions) and
-its flusher woken per message.  The relay's publisher (``relay/publisher.py``) writes
-its messages so; a pull consumer's acknowledgements are written so here (issue 20:
-docs/design/lobby.md, "Cost")."""
+its flusher woken per message.  The relay's publisher (``relay/publisher.py``) and the
+timer's (``timer/publisher.py``) write their messages so; a pull consumer's
+acknowledgements are written so here (issue 20: docs/design/lobby.md, "Cost")."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 Writer = Callable[[bytes], Awaitable[None]]
@@ -19,6 +19,19 @@ def raw_writer(nc: Any) -> Writer | None:
     if callable(send) and callable(getattr(nc, "_flush_pending", None)) and isinstance(getattr(nc, "stats", None), dict):
         return send  # type: ignore[no-any-return]
     return None
+
+
+def hpub(subject: str, reply: str, headers: Mapping[str, str], payload: bytes) -> bytes | None:
+    """The message as nats-py's ``publish`` would put it on the wire (``HPUB``), built
+    in one go; None when a subject or header would need its checks (a space, a line
+    break: never from our own names), so that ``publish`` refuses it as usual."""
+    head = "".join([f"{k}: {v}\r\n" for k, v in headers.items()])
+    if not (subject.isprintable() and head.replace("\r\n", "").isprintable()) or " " in subject:
+        return None
+    header = f"NATS/1.0\r\n{head}\r\n".encode()
+    size = len(header)
+    return b"".join((f"HPUB {subject} {reply} {size} {size + len(payload)}\r\n".encode(),
+                     header, payload, b"\r\n"))
 
 
 async def wrote(nc: Any, messages: int, size: int) -> None:

@@ -11,8 +11,9 @@ from typing import Any, NamedTuple
 import pytest
 from studroom.services.relay.errors import BusError
 from studroom.services.relay.outbox import Outgoing
-from studroom.services.relay.publisher import Acks, PubAck, Publisher, decode_ack
+from studroom.services.relay.publisher import Acks, Publisher
 from studroom.services.wire import subjects
+from studroom.services.wire.pub_ack import PubAck, decode_ack
 
 INBOX = "_INBOX.relay"
 
