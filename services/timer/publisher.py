@@ -63,8 +63,9 @@ class SchedulePublisher:
                 await sub.unsubscribe()
 
     async def publish(self, subject: str, payload: bytes, headers: dict[str, str]) -> PubAck:
-        """Store ``payload`` on ``subject`` and return where (its ``seq``); raises as
-        ``js.publish`` does (module docstring)."""
+        """Store ``payload`` on ``subject`` and return where (its ``seq``; a stand-in's
+        ``js.publish`` returns its own ack); raises as ``js.publish`` does (module
+        docstring)."""
         if self._sub is None:
             return await self.js.publish(subject, payload, headers=headers)  # type: ignore[no-any-return]
         self._next += 1
@@ -75,11 +76,12 @@ class SchedulePublisher:
         self._waiting[token] = answer
         expiry = loop.call_later(self.ack_wait, _expire, answer)
         try:
-            command = hpub(subject, reply, headers, payload) if self.nc.is_connected else None
-            if command is None:
+            raw = self._raw if self.nc.is_connected else None
+            command = hpub(subject, reply, headers, payload) if raw is not None else None
+            if raw is None or command is None:
                 await self.nc.publish(subject, payload, reply=reply, headers=headers)
             else:
-                await self._raw(command)  # type: ignore[misc]
+                await raw(command)
                 await wrote(self.nc, 1, len(payload))
             ack = await answer
         finally:
