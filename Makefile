@@ -5,6 +5,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NATIVE := $(VENV)/.compiled
+# The suite runs in this many pytest-xdist processes, a test file to a process (its
+# module fixtures set up once). Most integration tests wait on servers more than they
+# compute, so two processes on two cores finish far sooner than one; each process
+# starts its own embedded servers and its own shared live room (tests/conftest.py).
+TEST_WORKERS ?= 2
 
 .PHONY: room test test-fast bench schema clean
 
@@ -35,10 +40,10 @@ room: $(NATIVE)
 	$(BIN)/studroom room $(ARGS)
 
 test: $(NATIVE)
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(ARGS)
 
 test-fast: $(NATIVE)
-	$(BIN)/python -m pytest -m "not integration" $(ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not integration" $(ARGS)
 
 bench: $(NATIVE)
 	$(BIN)/studroom bench $(ARGS)
