@@ -212,29 +212,29 @@ class Bot:
         if self._stopped:
             return
         self.last_event_at = time.monotonic()
-        for version, event in events:
+        # Of a message's turns only the last is open (the table started each of the
+        # others and ended it within the same message): answering one of those would
+        # only be refused as stale.
+        last_turn = max((i for i, (_, event) in enumerate(events) if isinstance(event, TurnStarted)), default=-1)
+        for i, (version, event) in enumerate(events):
             if self.transcript is not None:
                 self.transcript.saw_public(msg, version, event)
-            self._see(event)
+            self._see(event, open_turn=i == last_turn)
 
     async def _on_private(self, msg: Any) -> None:
         for version, event in self._read(msg, "private"):
             if self.transcript is not None:
                 self.transcript.saw_private(msg, version, event, self.seat, self.hand_no)
 
-    def _see(self, event: Event) -> None:
-        """Update what the bot knows; start an answer when the table waits on it."""
+    def _see(self, event: Event, *, open_turn: bool = True) -> None:
+        """Update what the bot knows; start an answer when the table waits on it
+        (``open_turn``: a ``TurnStarted`` that no later event of its message ended)."""
         self.decisions.see(event)
         me = self.seat
         if isinstance(event, TurnStarted):
             self.last_turn = max(self.last_turn, event.turn)
-            if event.kind == "ante":
-                if self.in_hand and not self.posted and event.turn > self.answered_turn:
-                    self.answered_turn = event.turn
-                    self._spawn(self._answer_ante())
-            elif event.seat == me and event.turn > self.answered_turn:
-                self.answered_turn = event.turn
-                self._spawn(self._answer(event))
+            if open_turn:
+                self._take_turn(event)
         elif isinstance(event, HandStarted):
             self.hand_no = event.hand_no
             mine = next((s for s in event.seats if s.seat == me), None)
@@ -269,6 +269,18 @@ class Bot:
         elif isinstance(event, PlayerLeft):
             if event.seat == me:
                 self.seated, self.stack = False, None
+
+    def _take_turn(self, turn: TurnStarted) -> None:
+        """Answer the open turn if it waits on us and we have not answered it yet."""
+        if turn.turn <= self.answered_turn:
+            return
+        if turn.kind == "ante":
+            if self.in_hand and not self.posted:
+                self.answered_turn = turn.turn
+                self._spawn(self._answer_ante())
+        elif turn.seat == self.seat:
+            self.answered_turn = turn.turn
+            self._spawn(self._answer(turn))
 
     def _spawn(self, coro: Any) -> None:
         if self._stopped or self._paused:

@@ -205,3 +205,25 @@ def test_a_bot_reads_a_message_of_several_events_one_by_one_and_counts_a_bad_one
     assert [(r.version, r.event) for r in bot.transcript.private] == [(9, dealt)]
     assert bot.transcript.down_cards == [(0, "As")]
     assert bot.stats.error_codes == {BAD_MESSAGE: 1}
+
+
+def test_of_a_messages_turns_a_bot_answers_only_the_last_the_others_are_over() -> None:
+    nc = FakeTable(_view([SeatView(2, "bob", 900, False)]))
+    over = TurnStarted(turn=7, seat=2, kind="act", deadline_ms=0, options=["call", "raise"])
+    ended = SitOutChanged(seat=2, sitting_out=True)       # something of the table's that ended turn 7
+    open_turn = TurnStarted(turn=8, seat=2, kind="act", deadline_ms=0, options=["check", "bet"])
+    public = event_messages.public_message("t1", 6, [over, ended, open_turn])
+
+    async def run() -> Bot:
+        bot = Bot(TableClient(nc, "player", "bob"), "t1", 2, random.Random(1), stall_seconds=60)
+        await bot.start()
+        await nc.subscribed[subjects.public_events("t1")](
+            SimpleNamespace(subject=public.subject, headers=public.headers, data=public.payload))
+        await asyncio.sleep(0.05)            # answers run as tasks
+        await bot.stop()
+        return bot
+
+    bot = asyncio.run(run())
+    [answer] = [c for c in nc.commands() if isinstance(c, Act)]
+    assert answer.action in open_turn.options           # one answer, to turn 8's options
+    assert bot.last_turn == 8
