@@ -53,7 +53,8 @@ Progress = Callable[[int, int | None], None]
 there are to fold (a progress bar's total)."""
 
 DISCOVER_EVERY_S: Final = 5.0    # how often the stores are looked for again (a new one is found while running)
-PACE_S: Final = 0.5              # the services' pace: a batch of the stores at most this often, unless one was full
+PACE_S: Final = 1.0              # the services' pace: a batch of the stores at most this often, unless one was full
+                                 # (a batch's fixed cost, ~10 round trips, is paid per batch: projections.md, "Cost")
 LOOK_S: Final = 5.0              # the services' look at every store when none notified an append
 
 

@@ -281,3 +281,39 @@ def test_an_idle_run_loop_sleeps_until_a_store_notifies_an_append(stores: Stores
     assert idle_steps == 0
     assert total < 20, total
     assert once_each(stores.seen(view), events + 1)
+
+
+def test_a_busy_run_loop_folds_at_its_pace(stores: Stores) -> None:
+    """While a store keeps appending, the loop folds a batch at most once a ``pace_s``
+    (the services': ``PACE_S``), each batch holding every append since the last: the
+    batch's fixed cost (its round trips) is paid once a pace, not once an append."""
+    events = stores.fill(0)
+    view = f"{stores.prefix}view"
+    projector = stores.projector(view, batch_size=2000)
+    pace, appends, every = 0.4, 40, 0.05
+
+    async def run() -> int:
+        stop = asyncio.Event()
+        running = asyncio.create_task(projector.run(stop, idle_s=600, pace_s=pace, listen=True))
+        try:
+            while projector.folded < events:
+                await asyncio.sleep(0.05)
+            before, began = projector.batches, time.monotonic()
+            with PostgresEventStore(stores.url, schema=stores.schemas[0], create_table=False) as store:
+                for k in range(appends):
+                    store.append([("t0", 40 + k, [PlayerSatDown(seat=100 + k, player=f"late{k}")])])
+                    await asyncio.sleep(every)
+            while projector.folded < events + appends:
+                await asyncio.sleep(0.05)
+            busy = time.monotonic() - began
+            batches = projector.batches - before
+            assert batches <= busy / pace + 2, (batches, busy)
+            return batches
+        finally:
+            stop.set()
+            await running
+
+    batches = asyncio.run(asyncio.wait_for(run(), 60))
+    projector.close()
+    assert batches < appends / 3, batches           # several appends a batch
+    assert once_each(stores.seen(view), events + appends)
