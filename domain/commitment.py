@@ -25,7 +25,9 @@ states both formats for third parties; :class:`Published` is the check.
 from __future__ import annotations
 
 import hashlib
-from typing import Final
+import importlib
+from collections.abc import Callable
+from typing import Any, Final
 
 from .cards import CARD_TEXT, DECK_SIZE
 
@@ -46,13 +48,31 @@ _PREFIX: Final = tuple(tuple(_LEAF + bytes((place,)) + CARD_TEXT[card].encode() 
 HASH_BYTES: Final = 32
 
 
+def _short_sha256() -> Callable[[bytes], Any]:
+    """SHA-256 for the short messages of a hand (leaves, the shuffle's blocks, the seed):
+    CPython's own implementation (``_sha256``, ``_sha2`` from 3.12; what hashlib falls
+    back to) where there is one.  The digest is the same SHA-256; for a one-block message
+    a call costs about 15% less than OpenSSL's, whose set-up per call (EVP) outweighs its
+    faster compression.  Long messages (format 2's root over the leaves) stay with
+    OpenSSL, which is faster there."""
+    for module in ("_sha256", "_sha2"):
+        try:
+            return importlib.import_module(module).sha256  # type: ignore[no-any-return]
+        except (ImportError, AttributeError):
+            pass
+    return hashlib.sha256
+
+
+SHORT_SHA256: Final = _short_sha256()
+
+
 def leaf(place: int, card: int, salt: bytes) -> bytes:
-    return hashlib.sha256(_PREFIX[place][card] + salt).digest()
+    return SHORT_SHA256(_PREFIX[place][card] + salt).digest()  # type: ignore[no-any-return]
 
 
 def leaves(order: list[int], salts: list[bytes]) -> list[bytes]:
     """The leaf of each place of a deck (``order``: its cards, top first)."""
-    sha256 = hashlib.sha256
+    sha256 = SHORT_SHA256
     return [sha256(_PREFIX[place][order[place]] + salts[place]).digest()
             for place in range(min(len(order), len(salts)))]
 

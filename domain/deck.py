@@ -45,11 +45,12 @@ from .record import Record
 SEED_BYTES: Final = 32
 SALT_BYTES: Final = 16
 MAX_ENTROPY_BYTES: Final = 32
+_CARD_PROOF: Final = CardProof   # compiled, a C static (an imported event class is looked up at every use)
 
 
 def seed_hash(seed: bytes) -> str:
     """The seed's published commitment: its SHA-256 in hex."""
-    return hashlib.sha256(seed).hexdigest()
+    return commitment.SHORT_SHA256(seed).hexdigest()  # type: ignore[no-any-return]
 
 
 def mixed_key(seed: bytes, entropy: Sequence[bytes]) -> bytes:
@@ -79,40 +80,55 @@ _BLOCK_WORDS: Final = tuple(struct.Struct(">%dI" % (8 * blocks)) for blocks in r
 
 def _words(prefix: bytes, first: int, blocks: int) -> list[int]:
     """Blocks ``first`` .. ``first + blocks - 1`` of the stream, as 32-bit words."""
-    sha256 = hashlib.sha256
+    sha256 = commitment.SHORT_SHA256
     stream = b"".join([sha256(prefix + (_COUNTER[i] if i < 64 else i.to_bytes(8, "big"))).digest()
                        for i in range(first, first + blocks)])
     unpack = _BLOCK_WORDS[blocks].unpack if blocks < 8 else struct.Struct(">%dI" % (8 * blocks)).unpack
     return list(unpack(stream))
 
 
-def shuffled(cards: Sequence[int], key: bytes, label: bytes, count: int = -1) -> list[int]:
-    """``cards`` (at most a deck) shuffled by the key's stream for ``label``, by position.
-    With ``count`` >= 0 only the last ``count`` positions are worked out (Fisher-Yates
-    fixes them first, from the same words: they are those of the whole shuffle); the
-    others are left half shuffled."""
-    cards = list(cards)
-    prefix = key + label
-    stop = 0 if count < 0 else max(len(cards) - 1 - count, 0)
-    words = _words(prefix, 0, (len(cards) - 1 - stop + 7) // 8)   # one word a swap, unless one is skipped
+def _fix(cards: list[int], prefix: bytes, swaps: int) -> list[int]:
+    """The first ``swaps`` steps of Fisher-Yates on ``cards``, in place: for i from the
+    last position down, the stream's next word below ``_LIMIT[i + 1]`` gives
+    j = word mod (i + 1), and positions i and j swap.  Returns the cards of the
+    positions so fixed, the last position first."""
+    words = _words(prefix, 0, (swaps + 7) // 8)   # one word a swap, unless one is skipped
+    available = len(words)
     used = 0
-    for i in range(len(cards) - 1, stop, -1):
+    fixed: list[int] = []
+    for i in range(len(cards) - 1, len(cards) - 1 - swaps, -1):
         limit = _LIMIT[i + 1]
         while True:
-            if used == len(words):
-                words += _words(prefix, len(words) // 8, 1)
+            if used == available:
+                words += _words(prefix, available // 8, 1)
+                available = len(words)
             w = words[used]
             used += 1
             if w < limit:
                 break
         j = w % (i + 1)
-        cards[i], cards[j] = cards[j], cards[i]
+        card = cards[j]
+        cards[j] = cards[i]
+        cards[i] = card
+        fixed.append(card)
+    return fixed
+
+
+def shuffled(cards: Sequence[int], key: bytes, label: bytes) -> list[int]:
+    """``cards`` (at most a deck) shuffled by the key's stream for ``label``, by position."""
+    cards = list(cards)
+    _fix(cards, key + label, max(len(cards) - 1, 0))
     return cards
 
 
 def seeded_order(key: bytes, count: int = DECK_SIZE) -> list[int]:
-    """A seeded deck's order, top card first: its top ``count`` places."""
-    return shuffled(ALL_CARDS, key, b"deck", count if count < DECK_SIZE else -1)[::-1][:count]
+    """A seeded deck's order, top card first: its top ``count`` places (place p is
+    position 51 - p of the shuffle: the positions Fisher-Yates fixes first, so the
+    shuffle stops there)."""
+    cards = list(ALL_CARDS)
+    if count < DECK_SIZE:
+        return _fix(cards, key + b"deck", count)
+    return _fix(cards, key + b"deck", DECK_SIZE - 1) + [cards[0]]
 
 
 def salts(key: bytes, count: int) -> list[bytes]:
@@ -276,7 +292,7 @@ class CommittedDeck(Deck):
             if place is None:
                 return None
             path = commitment.path(self._tree, place) if self._tree else b""
-            made = self._proofs[card] = CardProof(place, self._salts[place], path)
+            made = self._proofs[card] = _CARD_PROOF(place, self._salts[place], path)
         return made
 
 

@@ -106,3 +106,11 @@ def test_R32_a_live_dealers_empty_commitment_is_sound_and_opens_nothing():
         nothing = commitment.Published("", 0, fmt)
         assert nothing.sound and not nothing.opens(0, 0, bytes(16), b"")
     assert not commitment.Published("", 3).sound
+
+
+@given(st.binary(max_size=200))
+def test_R32_the_short_message_sha256_is_sha256(message: bytes) -> None:
+    """Leaves, shuffle blocks and the seed's hash go through CPython's own SHA-256 where
+    there is one (cheaper per call than OpenSSL's): the very same digest."""
+    assert commitment.SHORT_SHA256(message).digest() == hashlib.sha256(message).digest()
+    assert commitment.leaf(5, 0, message) == hashlib.sha256(b"\x00\x05" + CARD_TEXT[0].encode() + message).digest()
