@@ -16,6 +16,7 @@ from .games import Game
 from .hand import HandPlayer, HandState
 
 CAP: Final = 4  # R14: one bet and three raises
+_ACTED: Final = Acted   # compiled, a C static (a name imported from the interpreted events is looked up at every use)
 
 
 def bet_sizes(hand: HandState, game: Game, stakes: Stakes) -> tuple[int, ...]:
@@ -77,7 +78,7 @@ def _raise_to(hand: HandState, p: HandPlayer, action: ActionName, target: int, f
     amount = min(target - p.round_bet, p.stack)
     total = p.round_bet + amount
     full = (total - hand.current_bet) * 2 >= full_increment
-    return Acted(seat=p.seat, action=action, amount=amount, to=total, all_in=amount == p.stack, full=full)
+    return _ACTED(seat=p.seat, action=action, amount=amount, to=total, all_in=amount == p.stack, full=full)
 
 
 def decide_action(
@@ -91,18 +92,18 @@ def decide_action(
         raise DomainError(BAD_SIZE, f"{action} takes no size")
     to_call = hand.current_bet - p.round_bet
     if action == "fold":
-        return Acted(seat=p.seat, action="fold")
+        return _ACTED(seat=p.seat, action="fold")
     if action == "check":
-        return Acted(seat=p.seat, action="check", to=p.round_bet)
+        return _ACTED(seat=p.seat, action="check", to=p.round_bet)
     if action == "call":
         amount = min(to_call, p.stack)
-        return Acted(seat=p.seat, action="call", amount=amount, to=p.round_bet + amount,
+        return _ACTED(seat=p.seat, action="call", amount=amount, to=p.round_bet + amount,
                      all_in=amount == p.stack)
     if action == "bring_in":
         if size is not None:
             raise DomainError(BAD_SIZE, "the bring-in has a fixed amount (R8)")
         amount = min(stakes.bring_in_amount, p.stack)
-        return Acted(seat=p.seat, action="bring_in", amount=amount, to=amount,
+        return _ACTED(seat=p.seat, action="bring_in", amount=amount, to=amount,
                      all_in=amount == p.stack, full=False)
     if action == "complete":
         if size not in (None, "small"):

@@ -17,6 +17,10 @@ from .games import Game
 from .hand import HandPlayer, HandState
 from .hand_ranking import board_value, lowest_card
 
+# compiled, C statics (a name imported from the interpreted events is looked up at every use)
+_DEALT_CARD: Final = DealtCard
+_CARDS_DEALT: Final = CardsDealt
+
 
 def _take(deck: Deck, start: int, count: int) -> list[int]:
     """The next ``count`` cards from ``start``, refusing to read past a scripted deck's end."""
@@ -26,7 +30,7 @@ def _take(deck: Deck, start: int, count: int) -> list[int]:
 
 
 def _dealt(hand: HandState, seat: int, card: int, up: bool) -> DealtCard:
-    return DealtCard(seat, show(card), up, hand.committed.proof(card))
+    return _DEALT_CARD(seat, show(card), up, hand.committed.proof(card))
 
 
 def deal_first(hand: HandState, game: Game) -> CardsDealt:
@@ -35,7 +39,7 @@ def deal_first(hand: HandState, game: Game) -> CardsDealt:
     order = [(p.seat, face) for face in game.streets[0].faces for p in dealt]
     taken = _take(hand.deck, hand.pos, len(order))
     cards = [_dealt(hand, seat, card, face) for (seat, face), card in zip(order, taken)]
-    return CardsDealt(street=0, cards=cards)
+    return _CARDS_DEALT(street=0, cards=cards)
 
 
 def deal_street(hand: HandState, game: Game, street: int) -> CardsDealt:
@@ -57,11 +61,11 @@ def deal_street(hand: HandState, game: Game, street: int) -> CardsDealt:
     reshuffled, stub_order = stub is not None, show_many(stub.order if stub else ())
     if need_community:
         burn, community = _take(source, start, 2)
-        return CardsDealt(street=street, community=show(community), community_proof=hand.committed.proof(community),
+        return _CARDS_DEALT(street=street, community=show(community), community_proof=hand.committed.proof(community),
                           burned=[show(burn)], reshuffled=reshuffled, stub=stub_order)
     burn, *taken = _take(source, start, 1 + len(live))
     cards = [_dealt(hand, p.seat, card, face) for p, card in zip(live, taken)]
-    return CardsDealt(street=street, cards=cards, burned=[show(burn)], reshuffled=reshuffled, stub=stub_order)
+    return _CARDS_DEALT(street=street, cards=cards, burned=[show(burn)], reshuffled=reshuffled, stub=stub_order)
 
 
 def _reshuffle(hand: HandState, street: int) -> ListedDeck:

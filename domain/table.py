@@ -546,7 +546,7 @@ class Table:
             if self.seats[s].auto_ante:
                 self._post_ante_for(s)
         if not self._after_ante(c):
-            self._emit(TurnStarted(turn=self.turn + 1, seat=None, kind="ante",
+            self._emit(_TURN_STARTED(turn=self.turn + 1, seat=None, kind="ante",
                                    deadline_ms=self._deadline(c, config.ante_seconds)))
 
     def _deck_for(self, c: StartHand) -> tuple[list[str], str | None, str]:
@@ -588,7 +588,7 @@ class Table:
     def _post_ante_for(self, seat: int, entropy: str | None = None) -> None:
         p = self._hand().players[seat]
         amount = min(self._require_config().stakes.ante, p.stack)
-        self._emit(AntePosted(seat=seat, amount=amount, all_in=amount == p.stack, entropy=entropy))
+        self._emit(_ANTE_POSTED(seat=seat, amount=amount, all_in=amount == p.stack, entropy=entropy))
 
     def _skip_ante(self, c: SkipAnte) -> None:
         p = self._in_hand(c.seat)
@@ -717,7 +717,7 @@ class Table:
             said = _announcement(p) if len(p.ups) >= 2 else None
             if said is not None:
                 kind, rank, draws, en, de = said
-                self._emit(Announced(seat=p.seat, kind=kind, rank=rank, draws=list(draws), en=en, de=de))
+                self._emit(_ANNOUNCED(seat=p.seat, kind=kind, rank=rank, draws=list(draws), en=en, de=de))
 
     def _open_round(self, c: Command) -> bool:
         """Start the street's betting round if two players can still bet."""
@@ -727,16 +727,16 @@ class Table:
         if hand.street == 0:
             opener = bring_in_seat(hand)
             first = opener if opener.can_act else next(p for p in hand.clockwise_from(opener.seat) if p.can_act)
-            self._emit(RoundStarted(street=0, opener=opener.seat, first=first.seat, bring_in=True,
+            self._emit(_ROUND_STARTED(street=0, opener=opener.seat, first=first.seat, bring_in=True,
                                     door_card=show(door_card(opener))))
             if not opener.can_act:    # R16: all-in from the ante, his bring-in stands in full
-                self._emit(Acted(seat=opener.seat, action="bring_in", all_in=True, full=False))
+                self._emit(_ACTED(seat=opener.seat, action="bring_in", all_in=True, full=False))
         else:
             best, first = first_to_act(hand, self._game())
             open_pair = self._game().streets[hand.street].open_pair_street and any(
                 _shows_pair(p) for p in hand.live()
             )
-            self._emit(RoundStarted(street=hand.street, opener=best.seat, first=first.seat, open_pair=open_pair))
+            self._emit(_ROUND_STARTED(street=hand.street, opener=best.seat, first=first.seat, open_pair=open_pair))
         self._start_turn(c, first)
         return True
 
@@ -746,7 +746,7 @@ class Table:
         opts = options(hand, p)
         sizes = ["small", "big"] if ("bet" in opts or "raise" in opts) and len(
             bet_sizes(hand, self.game, self.config.stakes)) == 2 else []
-        self._emit(TurnStarted(
+        self._emit(_TURN_STARTED(
             turn=self.turn + 1, seat=p.seat, kind="act",
             deadline_ms=self._deadline(c, self.config.action_seconds),
             to_call=min(hand.current_bet - p.round_bet, p.stack), options=opts, sizes=sizes,
@@ -817,7 +817,7 @@ class Table:
     def _close_round(self) -> None:
         hand = self._hand()
         back = uncalled(hand)
-        self._emit(RoundEnded(street=hand.street, returned_seat=back[0] if back else None,
+        self._emit(_ROUND_ENDED(street=hand.street, returned_seat=back[0] if back else None,
                               returned=back[1] if back else 0))
 
     def _timeout(self, c: Timeout) -> None:
@@ -909,7 +909,7 @@ class Table:
         for seat in hand.showdown_order:
             p = hand.players[seat]
             if not p.showed and not p.mucked:
-                self._emit(TurnStarted(turn=self.turn + 1, seat=seat, kind="show", options=["show", "muck"],
+                self._emit(_TURN_STARTED(turn=self.turn + 1, seat=seat, kind="show", options=["show", "muck"],
                                        deadline_ms=self._deadline(c, self._require_config().showdown_seconds)))
                 return
         self._finish(c, "showdown")
@@ -1315,8 +1315,8 @@ def _seat_offered(t: Table, e: SeatOffered) -> None:
     t.offer = msgspec.structs.replace(e, command_id=None)   # the offer, whichever command made it
 
 
-# apply's busiest events (Final: compiled, a C static, where a class imported from the
-# interpreted events module is looked up in the module's dict at every use)
+# the busiest events, applied and made (Final: compiled, a C static, where a class imported
+# from the interpreted events module is looked up in the module's dict at every use)
 _TURN_STARTED: Final = TurnStarted
 _ACTED: Final = Acted
 _CARDS_DEALT: Final = CardsDealt
