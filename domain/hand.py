@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .cards import RANK_DIGIT
 from .deck import CommittedDeck, Deck
+from .hand_ranking import high_value, low_value
 from .record import Record
 
 
@@ -76,7 +77,7 @@ class HandState(Record):
         "phase", "street", "current_bet", "raise_count", "reopen", "open_pair",
         "big_made", "bring_in_pending", "round_first", "round_aggressor", "round_acted",
         "first_round_over", "showdown_lead", "showdown_order", "skip_last_round",
-        "to_act", "turn_kind", "turn_options", "_in_order", "_live", "_actors", "_clockwise",
+        "to_act", "turn_kind", "turn_options", "_in_order", "_live", "_actors", "_clockwise", "_values",
     )
     __slots__ = FIELDS
 
@@ -117,6 +118,7 @@ class HandState(Record):
         self.turn_options: list[str] | None = None   # what the player to act may do
         self._live: list[HandPlayer] | None = None
         self._actors: list[HandPlayer] | None = None
+        self._values: dict[int, tuple[int, int | None]] = {}   # by seat: see values_of
 
     def _blank(self) -> HandState:
         return HandState(self.hand_no, self.button, [])
@@ -155,6 +157,16 @@ class HandState(Record):
                 p.seat: tuple(players[i + 1 :] + players[: i + 1]) for i, p in enumerate(players)
             }
         return self._clockwise[seat]
+
+    def values_of(self, p: HandPlayer, hi_lo: bool) -> tuple[int, int | None]:
+        """The high value of his cards and the community's, and in a hi/lo game the low
+        value (None: no low), worked out once at the showdown (his HandShown describes
+        them, the settlement compares them), when no card is to come."""
+        values = self._values.get(p.seat)
+        if values is None:
+            cards = p.cards + self.community
+            values = self._values[p.seat] = (high_value(cards), low_value(cards) if hi_lo else None)
+        return values
 
     def heads_up(self) -> bool:
         """R14: only two players left in the hand, no cap."""

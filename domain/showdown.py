@@ -7,7 +7,7 @@ from .errors import MUST_SHOW, DomainError
 from .events import PotAwarded
 from .games import Game
 from .hand import HandPlayer, HandState
-from .hand_ranking import high_value, highest_card, low_value
+from .hand_ranking import highest_card
 from .pots import Pot, award, build_pots, take_rake
 
 
@@ -34,10 +34,6 @@ def check_muck(hand: HandState, seat: int) -> None:
             raise DomainError(MUST_SHOW, f"seat {seat} is the last claimant of a pot and must show")
 
 
-def _own_and_community(hand: HandState, p: HandPlayer) -> list[int]:
-    return p.cards + hand.community
-
-
 def settle(hand: HandState, game: Game, config: TableConfig) -> list[PotAwarded]:
     """Rake (R27) and award every pot, main pot first (R26)."""
     all_pots = pots(hand)
@@ -45,8 +41,9 @@ def settle(hand: HandState, game: Game, config: TableConfig) -> list[PotAwarded]
         take_rake(all_pots, config.rake.basis_points, config.rake.cap)
     live = hand.live()
     shown = [p for p in live if p.showed] if len(live) > 1 else []
-    high_of = {p.seat: high_value(_own_and_community(hand, p)) for p in shown}
-    low_of = {p.seat: low_value(_own_and_community(hand, p)) for p in shown} if game.hi_lo else {}
+    values = {p.seat: hand.values_of(p, game.hi_lo) for p in shown}
+    high_of = {seat: high for seat, (high, _) in values.items()}
+    low_of = {seat: low for seat, (_, low) in values.items()} if game.hi_lo else {}
     awards = []
     for i, pot in enumerate(all_pots):
         prize = pot.amount - pot.rake

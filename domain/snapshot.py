@@ -35,7 +35,7 @@ TABLE_FIELDS: Final = (
     "waiting", "offer",
 )
 TABLE_DERIVED: Final = ("game",)                    # GAMES[config.game]
-HAND_DERIVED: Final = ("_in_order", "_live", "_actors", "_clockwise")   # from order and players
+HAND_DERIVED: Final = ("_in_order", "_live", "_actors", "_clockwise", "_values")   # from order, players and cards
 HAND_OBJECTS: Final = ("players", "deck", "committed")                  # encoded on their own
 DECK_FIELDS: Final = ("_seed", "_listed", "_entropy", "_format", "_span")
 DECK_DERIVED: Final = ("_order", "_salts", "_root", "_leaves", "_tree", "_places", "_proofs")   # from the five above

@@ -78,7 +78,7 @@ from .events import (
 from .games import GAMES, Game
 from .hand import HandPlayer, HandState
 from .record import Record
-from .hand_ranking import describe_high, describe_low, high_value, low_value
+from .hand_ranking import describe_high, describe_low
 from .names import check_name
 from .showdown import check_muck, settle, showdown_order
 
@@ -893,10 +893,8 @@ class Table:
         self._next_showdown_turn(c)
 
     def _show_cards(self, p: HandPlayer) -> None:
-        hand = self._hand()
-        cards = p.cards + hand.community
-        low = low_value(cards) if self._game().hi_lo else None
-        self._emit(HandShown(seat=p.seat, cards=show_many(p.cards), high=describe_high(high_value(cards)),
+        high, low = self._hand().values_of(p, self._game().hi_lo)
+        self._emit(HandShown(seat=p.seat, cards=show_many(p.cards), high=describe_high(high),
                              low=None if low is None else describe_low(low), proofs=self._proofs(p)))
 
     def _proofs(self, p: HandPlayer) -> list[CardProof]:
