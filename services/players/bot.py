@@ -208,13 +208,11 @@ class Bot:
 
     def take_public(self, msg: Any, events: list[tuple[int, Event]]) -> None:
         """One public message of the table (``msg``), read: its events in order, each
-        with the table's version after it."""
+        with the table's version after it.  Of its turns only the last is open (the
+        others ended within the message: an answer would be refused as stale)."""
         if self._stopped:
             return
         self.last_event_at = time.monotonic()
-        # Of a message's turns only the last is open (the table started each of the
-        # others and ended it within the same message): answering one of those would
-        # only be refused as stale.
         last_turn = max((i for i, (_, event) in enumerate(events) if isinstance(event, TurnStarted)), default=-1)
         for i, (version, event) in enumerate(events):
             if self.transcript is not None:
@@ -272,13 +270,8 @@ class Bot:
 
     def _take_turn(self, turn: TurnStarted) -> None:
         """Answer the open turn if it waits on us and we have not answered it yet."""
-        if turn.turn <= self.answered_turn:
-            return
-        if turn.kind == "ante":
-            if self.in_hand and not self.posted:
-                self.answered_turn = turn.turn
-                self._spawn(self._answer_ante())
-        elif turn.seat == self.seat:
+        ours = self.in_hand and not self.posted if turn.kind == "ante" else turn.seat == self.seat
+        if ours and turn.turn > self.answered_turn:
             self.answered_turn = turn.turn
             self._spawn(self._answer(turn))
 
@@ -293,23 +286,18 @@ class Bot:
     # -------------------------------------------------------------------- answers
 
     async def _answer(self, turn: TurnStarted) -> None:
+        """Post the ante, or act on the turn (after the bot's pace)."""
         self.answering += 1
         try:
             if self.pace:
                 await asyncio.sleep(self.pace)
+            if turn.kind == "ante":
+                await self.asking.send(self.decisions.post_ante(), action=True)
+                return
             reply = await self.asking.send(self.decisions.answer(turn), action=True)
             if reply is not None and not reply.ok and code_of(reply) == MUST_SHOW:
                 # R22: the last claimant may not muck.
                 await self.asking.send(self.decisions.show(), action=True)
-        finally:
-            self.answering -= 1
-
-    async def _answer_ante(self) -> None:
-        self.answering += 1
-        try:
-            if self.pace:
-                await asyncio.sleep(self.pace)
-            await self.asking.send(self.decisions.post_ante(), action=True)
         finally:
             self.answering -= 1
 
