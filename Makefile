@@ -6,9 +6,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NATIVE := $(VENV)/.compiled
 # The suite runs in this many pytest-xdist processes, a test file to a process (its
-# module fixtures set up once). Most integration tests wait on servers more than they
-# compute, so two processes on two cores finish far sooner than one; each process
-# starts its own embedded servers and its own shared live room (tests/conftest.py).
+# module fixtures set up once). Many integration tests wait on servers more than they
+# compute; on 2 cores two processes took 14.6 minutes where one took 16.0 (2026-12-03:
+# the CPU-bound tests slow each other down). Each process starts its own embedded
+# servers and its own shared live room (tests/conftest.py); TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 
 .PHONY: room test test-fast bench schema clean

@@ -12,7 +12,7 @@ import msgspec
 
 from ..wire import subjects
 from ..wire.pub_ack import PubAck, decode_ack
-from ..wire.raw import hpub, raw_writer, wrote
+from ..wire.raw import raw_writer, write_message, wrote
 from .errors import BusError
 from .outbox import Outgoing
 
@@ -93,9 +93,9 @@ class Publisher:
     async def send(self, messages: Sequence[Outgoing], skip: set[str], acks: Acks) -> None:
         """Publish ``messages`` (but those whose id is in ``skip``); ``acks`` counts
         their acknowledgements."""
-        publish, waiting, prefix = self.nc.publish, self._waiting, self.prefix
-        raw = raw_writer(self.nc)
-        if raw is not None and not self.nc.is_connected:
+        nc, waiting, prefix = self.nc, self._waiting, self.prefix
+        raw = raw_writer(nc)
+        if raw is not None and not nc.is_connected:
             raise BusError("publish: not connected to NATS")
         written = size = 0
         for m in messages:
@@ -106,11 +106,7 @@ class Publisher:
             waiting[token] = (acks, m)
             acks.sent += 1
             acks.left += 1
-            command = hpub(m.subject, prefix + token, m.headers, m.payload) if raw is not None else None
-            if command is None:
-                await publish(m.subject, m.payload, reply=prefix + token, headers=m.headers)
-            else:
-                await raw(command)
+            if await write_message(nc, raw, m.subject, prefix + token, m.headers, m.payload):
                 written += 1
                 size += len(m.payload)
         if written:

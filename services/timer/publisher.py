@@ -29,7 +29,7 @@ import nats.errors
 import nats.js.errors
 
 from ..wire.pub_ack import PubAck, decode_ack
-from ..wire.raw import hpub, raw_writer, wrote
+from ..wire.raw import raw_writer, write_message, wrote
 
 ACK_WAIT: Final = 5.0            # seconds for an ack (nats-py's JetStream default, as before)
 NO_RESPONDERS: Final = "503"     # the status of a reply when no stream listens on the subject
@@ -76,12 +76,8 @@ class SchedulePublisher:
         self._waiting[token] = answer
         expiry = loop.call_later(self.ack_wait, _expire, answer)
         try:
-            raw = self._raw if self.nc.is_connected else None
-            command = hpub(subject, reply, headers, payload) if raw is not None else None
-            if raw is None or command is None:
-                await self.nc.publish(subject, payload, reply=reply, headers=headers)
-            else:
-                await raw(command)
+            raw = self._raw if self.nc.is_connected else None     # else nats-py buffers or refuses it
+            if await write_message(self.nc, raw, subject, reply, headers, payload):
                 await wrote(self.nc, 1, len(payload))
             ack = await answer
         finally:

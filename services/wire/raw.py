@@ -34,6 +34,20 @@ def hpub(subject: str, reply: str, headers: Mapping[str, str], payload: bytes) -
                      header, payload, b"\r\n"))
 
 
+async def write_message(nc: Any, raw: Writer | None, subject: str, reply: str, headers: dict[str, str],
+                        payload: bytes) -> bool:
+    """Put one message with a reply subject on ``nc``: written raw (True: count it with
+    :func:`wrote`, once for all written so) when there is a writer ``raw`` and the
+    message needs none of ``publish``'s checks, else through nats-py's ``publish``,
+    which checks, buffers or refuses it as usual (False)."""
+    command = hpub(subject, reply, headers, payload) if raw is not None else None
+    if command is None:
+        await nc.publish(subject, payload, reply=reply, headers=headers)
+        return False
+    await raw(command)
+    return True
+
+
 async def wrote(nc: Any, messages: int, size: int) -> None:
     """Count ``messages`` written raw (``size`` bytes of payload) as ``publish`` would,
     and wake the connection's flusher once for all of them."""
