@@ -94,17 +94,21 @@ async def stop_when(stop: asyncio.Event, watcher: Any) -> None:
 
 async def read_all(nc: Any) -> list[LobbyEntry]:
     """Every entry in the lobby's bucket, read once (a stopped room's data; needs the
-    lobby service's powers)."""
+    lobby service's powers).  The keys come from the stream's subjects, not from
+    nats-py's ``kv.keys()``: its watcher may signal "no more" before the deliveries
+    already on their way were counted, and a loaded machine then read an empty lobby."""
     import nats.js.errors
     from studroom.services.wire.subjects import LOBBY_BUCKET
 
+    js = nc.jetstream()
     try:
-        kv = await nc.jetstream().key_value(LOBBY_BUCKET)
-        keys = await kv.keys()
-    except (nats.js.errors.BucketNotFoundError, nats.js.errors.NoKeysError):
+        kv = await js.key_value(LOBBY_BUCKET)
+    except nats.js.errors.BucketNotFoundError:
         return []
+    prefix = f"$KV.{LOBBY_BUCKET}."
+    info = await js.stream_info(f"KV_{LOBBY_BUCKET}", subjects_filter=prefix + ">")
     entries = []
-    for key in keys:
+    for subject in sorted(info.state.subjects or {}):
         with contextlib.suppress(nats.js.errors.KeyNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
-            entries.append(decode((await kv.get(key)).value or b""))
+            entries.append(decode((await kv.get(subject.removeprefix(prefix))).value or b""))
     return entries
