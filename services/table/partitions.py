@@ -18,6 +18,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
+from ..store.layout import store_index
 from ..wire import subjects
 from ..wire.partitioning import fnv1a_32
 
@@ -75,6 +76,7 @@ class LeaseManager:
         instance_id: str,
         *,
         partitions: int = subjects.PARTITIONS,
+        stores: int = 1,
         bucket: str = LEASE_BUCKET,
         ttl: float = DEFAULT_LEASE_TTL,
         on_acquire: OnAcquire,
@@ -95,9 +97,11 @@ class LeaseManager:
         self.instances: int = 1
         self._lock = asyncio.Lock()
         self._bucket_ok = False
+        self.stores = stores
         # Order in which this instance tries free partitions: differs per instance,
         # so that instances starting together rarely race for the same key.
-        self._order = sorted(range(partitions), key=lambda p: fnv1a_32(f"{instance_id}:{p}".encode()))
+        self._mixed = sorted(range(partitions), key=lambda p: fnv1a_32(f"{instance_id}:{p}".encode()))
+        self._order = self._mixed
 
     @property
     def interval(self) -> float:
@@ -268,6 +272,17 @@ class LeaseManager:
         finally:
             await sub.unsubscribe()
 
+    def _preference(self, rank: int) -> list[int]:
+        """The partitions in the order this instance, ``rank``-th of the live ones by
+        id, claims them (and gives them back, the last first): those of its home store
+        (``rank % stores``) first.  Where there are as many instances as stores each
+        serves one store's partitions, so each commits to one store only: fewer and
+        fuller group commits than every instance writing to every store
+        (table-service.md, "Store affinity").  Only a preference: who may serve a
+        partition is still its lease alone."""
+        home = rank % self.stores
+        return sorted(self._mixed, key=lambda p: store_index(p, self.stores) != home)
+
     async def _rebalance(self) -> None:
         import nats.js.errors as jserr
 
@@ -275,6 +290,7 @@ class LeaseManager:
         instances = {k[2:] for k in keys if k.startswith("i.")} | {self.instance_id}
         taken = {int(k[2:]) for k in keys if k.startswith("p.") and k[2:].isdecimal()}
         self.instances = len(instances)
+        self._order = self._preference(sorted(instances).index(self.instance_id))
         share = math.ceil(self.partitions / self.instances)
         if len(self.leases) > share:
             # Give back the extra ones (the last in our preference order first).

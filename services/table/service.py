@@ -94,6 +94,7 @@ class TableService:
                 nc.jetstream(),
                 instance_id,
                 partitions=partitions,
+                stores=len(stores),
                 bucket=lease_bucket,
                 ttl=lease_ttl,
                 on_acquire=self._acquire,

@@ -2,7 +2,8 @@
 heartbeat (``tick``, no clock): the keys a heartbeat reads in one direct get are those
 present (given back ones left out), renewals keep every lease, a second instance gets
 its share, the last one left takes everything; a bucket made before reads directly
-once its service starts."""
+once its service starts; with as many instances as stores, each serves one store's
+partitions."""
 
 from __future__ import annotations
 
@@ -19,26 +20,27 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 ALL = list(range(subjects.PARTITIONS))
 
 
+def _manager(js: object, bucket: str, name: str, served: dict[str, set[int]], stores: int = 1) -> LeaseManager:
+    """An instance whose partitions served are kept in ``served[name]``."""
+    async def acquire(partition: int) -> None:
+        served[name].add(partition)
+
+    async def release(partition: int, lost: bool) -> None:
+        assert not lost
+        served[name].discard(partition)
+
+    # A long TTL: nothing expires between two ticks of a slow machine.
+    return LeaseManager(js, name, bucket=bucket, stores=stores, ttl=60.0, on_acquire=acquire, on_release=release)
+
+
 def test_heartbeats_read_the_keys_present_renew_and_share_the_partitions(nats_url: str) -> None:
     async def main() -> None:
         nc = await nats.connect(nats_url)
         js = nc.jetstream()
         bucket = f"test_leases_{uuid.uuid4().hex[:8]}"
         served: dict[str, set[int]] = {"a": set(), "b": set()}
-
-        def manager(name: str) -> LeaseManager:
-            async def acquire(partition: int) -> None:
-                served[name].add(partition)
-
-            async def release(partition: int, lost: bool) -> None:
-                assert not lost
-                served[name].discard(partition)
-
-            # A long TTL: nothing expires between two ticks of a slow machine.
-            return LeaseManager(js, name, bucket=bucket, ttl=60.0, on_acquire=acquire, on_release=release)
-
         try:
-            a, b = manager("a"), manager("b")
+            a, b = _manager(js, bucket, "a", served), _manager(js, bucket, "b", served)
             await a.start()
             assert a.owned() == ALL and served["a"] == set(ALL)
             assert sorted(await a._keys()) == sorted(["i.a"] + [f"p.{p}" for p in ALL])
@@ -66,6 +68,34 @@ def test_heartbeats_read_the_keys_present_renew_and_share_the_partitions(nats_ur
             assert b.owned() == ALL and served["a"] == set()
             await b.close()
             assert await b._keys() == []
+        finally:
+            await js.delete_key_value(bucket)
+            await nc.close()
+
+    asyncio.run(main())
+
+
+def test_two_instances_on_two_stores_each_serve_the_partitions_of_one_store(nats_url: str) -> None:
+    """Store affinity: the instance that took everything alone gives back the partitions
+    of the other store first, so each instance commits to one store only."""
+    async def main() -> None:
+        nc = await nats.connect(nats_url)
+        js = nc.jetstream()
+        bucket = f"test_leases_{uuid.uuid4().hex[:8]}"
+        served: dict[str, set[int]] = {"a": set(), "b": set()}
+        try:
+            a, b = _manager(js, bucket, "a", served, stores=2), _manager(js, bucket, "b", served, stores=2)
+            await a.start()
+            assert a.owned() == ALL
+            await b.start()
+            await a.tick()
+            await b.tick()
+            assert a.owned() == [p for p in ALL if p % 2 == 0]      # "a", first by id: store 0
+            assert b.owned() == [p for p in ALL if p % 2 == 1] and served["b"] == set(b.owned())
+            await a.close()
+            await b.tick()
+            assert b.owned() == ALL
+            await b.close()
         finally:
             await js.delete_key_value(bucket)
             await nc.close()
