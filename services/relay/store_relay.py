@@ -66,6 +66,7 @@ class StoreRelay:
         self.stats = StoreStats()
         self._recorded_at = 0.0
         self._end: int | None = None    # the store's last notification id when last read to its end
+        self._found_at = 0.0            # when a read last found notifications (monotonic)
         self._prepare_lock = threading.Lock()
         self._wake: asyncio.Event | None = None
         reader = getattr(store, "notification_reader", None)
@@ -88,7 +89,20 @@ class StoreRelay:
             notes = await asyncio.to_thread(self.store.read_notifications, start, limit)
         last = notes[-1].id if notes else start - 1
         self._end = last if len(notes) < limit else None
+        self._pace(bool(notes))
         return notes
+
+    def _pace(self, found: bool) -> None:
+        """Listen for commits only while the store is quiet: a read that found some
+        makes the listener stop (the nudges and the poll read on); none found for a
+        ``poll_interval`` makes it listen again (relay.md, "Listening only while idle")."""
+        if self.commits is None:
+            return
+        if found:
+            self._found_at = time.monotonic()
+            self.commits.busy()
+        elif time.monotonic() - self._found_at >= self.config.poll_interval:
+            self.commits.idle()
 
     async def _build(self, start: int, notes: Sequence[Notification],
                      published: dict[str, int] | None = None) -> Prepared:

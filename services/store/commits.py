@@ -13,6 +13,14 @@ it poll for a nudge lost (relay.md, "Latency and throughput", says why the nudge
 While the connection is down (``listening`` false) the reader polls as before; the
 event is set when the state changes either way, so that a waiter looks again (and
 reads what was committed while nobody listened).
+
+A reader that is busy anyway (it reads every few milliseconds on the nudges) says so
+(:meth:`Commits.busy`): the listener stops listening at the next notification it gets,
+and the reader polls meanwhile, as while the connection is down; :meth:`Commits.idle`
+listens again.  Every commit heard costs the database a signal to the listening
+backend and the listener a wake-up: at 16 busy tables not listening while busy cost
+the relay and PostgreSQL 5-10 % less CPU per action (relay.md, "Listening only while
+idle").
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ class Commits:
         self.listening = False
         self.heard = 0                  # our commits heard (tests, metrics)
         self._taken = asyncio.Event()
+        self._wanted = asyncio.Event()  # set: the reader wants to hear (it is idle)
+        self._wanted.set()
 
     @classmethod
     def of(cls, store: Any, database_url: str) -> Commits | None:
@@ -55,6 +65,14 @@ class Commits:
         channel = getattr(recorder, "channel_name", None)
         schema = getattr(store, "schema", None)
         return cls(database_url, channel, schema) if isinstance(channel, str) and isinstance(schema, str) else None
+
+    def busy(self) -> None:
+        """The reader reads often on its own: stop listening (at the next notification)."""
+        self._wanted.clear()
+
+    def idle(self) -> None:
+        """The reader found nothing for a while: listen again."""
+        self._wanted.set()
 
     def take(self) -> None:
         """Before a read: what is heard from now on wakes again."""
@@ -81,25 +99,36 @@ class Commits:
                 log.warning("listening to %s: %r; again in a moment (reads poll meanwhile)", self.channel, error)
             finally:
                 if self.listening:
-                    self.listening = False
-                    self.wake.set()
+                    self._listening(False)
                     pauses = RECONNECT.pauses()
             await asyncio.sleep(next(pauses))
 
     async def _listen(self) -> None:
         async with await psycopg.AsyncConnection.connect(self.database_url, autocommit=True,
                                                          **KEEPALIVES) as conn:
-            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
-            self.listening = True
-            self.wake.set()             # what was committed while nobody listened
             while True:
-                heard = await conn.wait(generators.notifies(conn.pgconn), interval=QUIET_WAKE)
-                ours = sum(n.extra in self.ours for n in heard)
-                if ours:
-                    self.heard += ours
-                    self.wake.set()
-                    # Nothing more to tell until the reader reads: what comes meanwhile is
-                    # read off the socket in one go after it (the other stores' commits
-                    # too: one by one they cost more than the reader's work).
-                    self._taken.clear()
-                    await self._taken.wait()
+                await self._wanted.wait()
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                self._listening(True)   # the reader reads what was committed while nobody listened
+                await self._hear(conn)
+                await conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(self.channel)))
+                self._listening(False)  # the reader polls
+
+    async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Wake the reader at each commit of ours until it no longer wants to hear
+        (seen at the next notification after it said so)."""
+        while self._wanted.is_set():
+            heard = await conn.wait(generators.notifies(conn.pgconn), interval=QUIET_WAKE)
+            ours = sum(n.extra in self.ours for n in heard)
+            if ours:
+                self.heard += ours
+                self.wake.set()
+                # Nothing more to tell until the reader reads: what comes meanwhile is
+                # read off the socket in one go after it (the other stores' commits
+                # too: one by one they cost more than the reader's work).
+                self._taken.clear()
+                await self._taken.wait()
+
+    def _listening(self, state: bool) -> None:
+        self.listening = state
+        self.wake.set()

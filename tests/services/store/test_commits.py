@@ -70,3 +70,40 @@ def test_a_listener_hears_its_own_stores_commits_and_not_anothers(
             await asyncio.gather(listening, return_exceptions=True)
 
     asyncio.run(run())
+
+
+def test_a_busy_reader_stops_listening_at_the_next_commit_and_an_idle_one_listens_again(
+        two_stores: tuple[PostgresEventStore, PostgresEventStore], database_url: str) -> None:
+    """Listening only while idle: after ``busy()`` the next commit heard is the last until
+    ``idle()`` (the reader polls meanwhile: ``listening`` false); listening again wakes
+    the reader, which reads what came while nobody listened."""
+    ours, _ = two_stores
+
+    async def run() -> None:
+        commits = Commits.of(ours, database_url)
+        assert commits is not None
+        listening = asyncio.create_task(commits.run())
+        try:
+            await _settled(commits)
+            commits.busy()
+            await ours.append_async(_bought(0))            # heard: the last one
+            await asyncio.wait_for(commits.wake.wait(), 5)
+            commits.take()
+            while commits.listening:
+                await asyncio.sleep(0.02)
+            assert commits.heard == 1 and commits.wake.is_set()    # "poll now": it stopped
+            commits.take()
+            for version in range(1, 4):
+                await ours.append_async(_bought(version))
+            await asyncio.sleep(0.5)
+            assert commits.heard == 1 and not commits.wake.is_set()
+            commits.idle()
+            await _settled(commits)
+            await ours.append_async(_bought(4))
+            await asyncio.wait_for(commits.wake.wait(), 5)
+            assert commits.heard == 2
+        finally:
+            listening.cancel()
+            await asyncio.gather(listening, return_exceptions=True)
+
+    asyncio.run(run())
