@@ -31,6 +31,7 @@ LEASE_MAX_VALUE = 1024           # bytes of a lease or an instance's announcemen
 LEASE_MAX_BYTES = 1 << 20        # the bucket: the partitions' leases and every live instance's, many times over
 KEYS_BATCH = 1024                # keys one heartbeat reads at most (partitions + live instances: far fewer)
 KEYS_TIMEOUT = 5.0               # seconds the server may take to send them
+FIRST_LOOK = 0.2                 # seconds from an instance's first announcement to its first claims
 _DELETED = ("DEL", "PURGE")      # the KV-Operation of a key deleted (its marker is its last message)
 
 # --------------------------------------------------------------------------- leases
@@ -117,8 +118,13 @@ class LeaseManager:
         return lease is not None and time.monotonic() - lease.renewed_at < 0.8 * self.ttl
 
     async def start(self) -> None:
+        """The first heartbeat, a moment after this instance announced itself: instances
+        started together each see the others before claiming, so their home stores
+        (store affinity, :meth:`_preference`) differ from the first claim."""
         await self._ensure_bucket()
         try:
+            await self._announce()
+            await asyncio.sleep(FIRST_LOOK)
             await self.tick()
         except Exception as error:   # noqa: BLE001 (a replicated bucket just created has no leader yet)
             log.warning("first lease heartbeat failed: %r; the next ones try again", error)

@@ -101,3 +101,26 @@ def test_two_instances_on_two_stores_each_serve_the_partitions_of_one_store(nats
             await nc.close()
 
     asyncio.run(main())
+
+
+def test_two_instances_started_together_on_two_stores_each_serve_one_store(nats_url: str) -> None:
+    """Started at the same moment, each sees the other before it claims (an instance
+    announces itself and looks a moment later), so neither claims the other's store:
+    their first claims are disjoint."""
+    async def main() -> None:
+        nc = await nats.connect(nats_url)
+        js = nc.jetstream()
+        bucket = f"test_leases_{uuid.uuid4().hex[:8]}"
+        served: dict[str, set[int]] = {"a": set(), "b": set()}
+        try:
+            a, b = _manager(js, bucket, "a", served, stores=2), _manager(js, bucket, "b", served, stores=2)
+            await a._ensure_bucket()
+            await asyncio.gather(a.start(), b.start())
+            assert a.owned() == [p for p in ALL if p % 2 == 0]
+            assert b.owned() == [p for p in ALL if p % 2 == 1]
+            await asyncio.gather(a.close(), b.close())
+        finally:
+            await js.delete_key_value(bucket)
+            await nc.close()
+
+    asyncio.run(main())
