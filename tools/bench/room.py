@@ -34,6 +34,7 @@ import psycopg
 from psycopg import sql
 
 from studroom import domain
+from studroom.services.client.discovery import ask_all, key_counters
 from studroom.services.client.table import TableClient
 from studroom.services.room.bots import FLOOR, Room, open_table
 from studroom.services.room.plans import MAX_BOTS_PER_TABLE, TablePlan, plan_tables, table_ids
@@ -45,6 +46,7 @@ from studroom.services.runtime.servers.embedded_postgres import EmbeddedPostgres
 from studroom.services.store.inspect import events_stored
 from studroom.services.store.layout import check_recorded_layout, store_schemas
 from studroom.services.warden.connections import watching
+from studroom.services.wire import subjects
 
 from .baselines import bare_commits_per_second, bare_nats_round_trips
 from .cpu_time import CpuMeter, pid_from, split
@@ -57,6 +59,8 @@ WARM_UP = 2.0           # seconds of play before a row is measured
 SETTLE = 2.0            # seconds between the tables' opening and the idle window
 OPEN_WITHIN = 120.0     # seconds for the services to start and open every table (a loaded machine)
 BASELINE_SECONDS = 5.0
+STATS_WAIT = 0.5        # seconds the table services have to answer $SRV.STATS
+TABLE_SERVICE = "studroom-table"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,11 +110,14 @@ async def _play(row: Row, nats_url: str, database_url: str, nats: EmbeddedNats, 
             events = await asyncio.to_thread(events_stored, database_url, schemas)
             actions, hands, errors, messages = stats.actions, stats.hands, stats.errors, stats.public_messages
             stats.latencies.clear()
+            commands, commits = await group_commits(floor_nc)
             before = meter.sample()
             started = time.perf_counter()
             await progress.wait("playing", options.seconds, lambda: stats.actions - actions)
             after = meter.sample()
             row.seconds = time.perf_counter() - started
+            now_commands, now_commits = await group_commits(floor_nc)
+            row.commands, row.commits = now_commands - commands, now_commits - commits
             row.actions, row.hands = stats.actions - actions, stats.hands - hands
             row.errors = stats.errors - errors
             row.messages = stats.public_messages - messages
@@ -120,6 +127,16 @@ async def _play(row: Row, nats_url: str, database_url: str, nats: EmbeddedNats, 
         finally:
             progress.phase("stopping")
             await room.stop()
+
+
+async def group_commits(nc: Any) -> tuple[int, int]:
+    """The commands and the group commits (batches) of every table-service instance so
+    far, from their counters (``$SRV.STATS``): the commands a commit carries, the group
+    commit's whole point, and what more instances or stores cost it."""
+    answers = await ask_all(nc, subjects.DISCOVERY_STATS, STATS_WAIT)
+    counters = [key_counters(a) for a in answers if a.get("name") == TABLE_SERVICE]
+    return (int(sum(c.get("commands", 0) for c in counters)),
+            int(sum(c.get("table_batches", 0) for c in counters)))
 
 
 @contextlib.contextmanager

@@ -47,6 +47,8 @@ class Row:
     hands: int = 0
     events: int = 0
     messages: int = 0              # public relay messages (one per commit since issue 20's third round)
+    commands: int = 0              # commands through the table services' group commits ...
+    commits: int = 0               # ... and their batches (their counters; each batch one append)
     errors: int = 0
     p50: float = math.nan          # seconds
     p99: float = math.nan
@@ -97,13 +99,15 @@ def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) 
     say(f"          bare NATS request/reply round trips          {rate(nats_rate)}")
     say("")
     say("play (instances x stores; latency request -> reply in the bots):")
-    header = ["row", "actions/s", "p50 ms", "p99 ms", "events/action", "public msgs/action", "errors",
-              "÷ commits", "÷ NATS"]
+    header = ["row", "actions/s", "p50 ms", "p99 ms", "events/action", "public msgs/action", "commands/commit",
+              "errors", "÷ commits", "÷ NATS"]
     say(table(header, [[r.label, round(r.actions_per_s), r.p50 * 1000, r.p99 * 1000,
                         _f2(r.events / r.actions if r.actions else math.nan),
-                        _f2(r.messages / r.actions if r.actions else math.nan), r.errors,
+                        _f2(r.messages / r.actions if r.actions else math.nan),
+                        _f2(r.commands / r.commits if r.commits else math.nan), r.errors,
                         _f2(r.actions_per_s / commit_rate), f"{r.actions_per_s / nats_rate:.3f}"]
-                       for r in rows], right=("events/action", "public msgs/action", "÷ commits", "÷ NATS")))
+                       for r in rows], right=("events/action", "public msgs/action", "commands/commit", "÷ commits",
+                                              "÷ NATS")))
     played = [r for r in rows if r.actions]
     if played:
         parts = _parts([r.cpu for r in played])
