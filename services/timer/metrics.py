@@ -17,6 +17,7 @@ def timer_metrics(stats: TimerStats) -> Collect:
         return [
             counter("timer_turns_seen", "TurnStarted events read", stats.turns_seen),
             counter("timer_scheduled", "timers scheduled", stats.scheduled),
+            counter("timer_settled", "turns over before their schedule was written", stats.settled),
             counter("timer_schedule_reads", "schedule subjects read before a publish", stats.schedule_reads),
             counter("timer_notices", "turn notices sent to the other instances", stats.notices),
             counter("timer_fired", "timers fired", stats.fired),

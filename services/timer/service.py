@@ -5,8 +5,9 @@
 A NATS client with the credentials of the service "timer".  It reads the relay's
 public messages that hold a turn: a message's last ``TurnStarted`` (or
 ``PauseStarted``, the pause before a hand) becomes ONE JetStream message schedule for
-its table (the next turn's replaces it: ``turns.py``), the durable backstop, and a
-timer in this instance's local wheel (``local_wheel.py``), which sends
+its table (the next turn's replaces it: ``turns.py``), the durable backstop, written
+only if the turn lasts a second (``settling.py``), and a timer in this instance's
+local wheel (``local_wheel.py``), which sends
 ``Timeout(turn, seat)`` to the table as the service "timer" at the deadline
 (``timeouts.py``; no clock in it: the table dates it).  When a schedule fires, the
 service sends the Timeout unless its own wheel already had the table's answer, and acks
@@ -37,6 +38,7 @@ from .last_schedules import LastSchedules
 from .local_wheel import FireDone, LocalWheel, Source
 from .publisher import SchedulePublisher
 from .schedule import TimerPayload, decode_payload
+from .settling import Settling
 from .stats import TimerStats
 from .streams import (
     FIRES_CONSUMER,
@@ -87,6 +89,7 @@ class TimerService:
         self.publisher = SchedulePublisher(nc, self.js)  # the schedules, acks on a subscription of its own
         self.last = LastSchedules()                      # each table's schedule subject, as last known
         self._locks: dict[str, asyncio.Lock] = {}       # per table: one turn scheduled at a time
+        self.settling = Settling(self._write, self._ack, self.stats)   # turns held before their schedule
         self.loops: list[PullLoop] = []
 
     # -- setup
@@ -118,11 +121,13 @@ class TimerService:
         if turns:
             await self.publisher.start()
         wheel = asyncio.create_task(self.local.run(stop))
+        settling = asyncio.create_task(self.settling.run(stop))
         try:
             await asyncio.gather(*(loop.run(stop) for loop in self.loops))
         finally:
             for loop in self.loops:
                 await loop.drain()
+            await settling              # the turns still held: their schedules written
             await wheel
             if notices is not None:
                 with contextlib.suppress(nats.errors.Error):
@@ -158,12 +163,23 @@ class TimerService:
             self.stats.error(BAD_TURN)
             await self._ack(msg)
             return
+        if self.settling.wants(timer, self.clock() * 1000):
+            self.local.arm(timer)                       # on time from now; durable if it lasts
+            last = self.last.get(timer.table_id)
+            if not await self.settling.hold(timer, msg) and (last is None or not last.ours):
+                await self.local.tell_others(timer.table_id, timer.turn)    # their older turn is over
+            return
+        await self._write(timer, msg)
+
+    async def _write(self, timer: TimerPayload, msg: Any) -> None:
+        """The turn's schedule stored (or found superseded), then its message acknowledged;
+        on a NATS failure the message comes again."""
         lock = self._locks.setdefault(timer.table_id, asyncio.Lock())
         try:
             async with lock:
                 await self._schedule(timer)
         except (TimeoutError, nats.errors.Error, nats.js.errors.Error) as e:
-            log.info("%s %s of %s not handled (%r): redelivery", head.type, head.turn, timer.table_id, e)
+            log.info("turn %s of %s not handled (%r): redelivery", timer.turn, timer.table_id, e)
             await self._retry_later(msg)
             return
         finally:
@@ -179,6 +195,7 @@ class TimerService:
             self.stats.schedule_reads = self.last.reads
         if published is None:
             self.stats.superseded += 1
+            self.local.wheel.drop_older(timer.table_id, timer.turn + 1)   # armed while it was held
             return
         self.stats.scheduled += 1
         self.local.arm(timer)
@@ -191,6 +208,7 @@ class TimerService:
         heard = await self.local.on_notice(msg)
         if heard is not None and heard[1].instance != self.instance_id:
             self.last.heard(heard[0], heard[1].turn, heard[1].seq)
+            await self.settling.end_older(heard[0], heard[1].turn)
 
     # -- fired schedules: the backstop
 

@@ -12,6 +12,7 @@ class TimerStats:
     turns_seen: int = 0          # TurnStarted / PauseStarted events read
     scheduled: int = 0           # schedules published (and set in the local wheel)
     superseded: int = 0          # a turn older than the pending schedule, or before its message's last: skipped
+    settled: int = 0             # turns over while held, their schedule never written (settling.py)
     schedule_reads: int = 0      # schedule subjects read before a publish (nothing known, a wrong guess)
     notices: int = 0             # turn notices sent to the other instances
     fired: int = 0               # fired schedules (the backstop) received
@@ -34,7 +35,7 @@ class TimerStats:
 
     def line(self) -> str:
         errors = ", ".join(f"{k}={v}" for k, v in sorted(self.errors.items())) or "none"
-        return (f"turns={self.turns_seen} scheduled={self.scheduled} superseded={self.superseded} "
+        return (f"turns={self.turns_seen} scheduled={self.scheduled} superseded={self.superseded} settled={self.settled} "
                 f"reads={self.schedule_reads} notices={self.notices} "
                 f"local: fired={self.local_fired} dropped={self.local_dropped} failed={self.local_failed} "
                 f"backstop: fired={self.fired} skipped={self.backstop_skipped} "

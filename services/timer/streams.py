@@ -63,7 +63,10 @@ async def ensure_timer_stream(js: Any, replicas: int = 1) -> None:
                       f"server is too old (message schedules need nats-server 2.12 or newer); upgrade it")
 
 
-def turns_consumer_config(ack_wait: float = 5.0) -> ConsumerConfig:
+TURNS_ACK_WAIT = 5.0      # seconds: a turn's message not acknowledged comes again after this
+
+
+def turns_consumer_config(ack_wait: float = TURNS_ACK_WAIT) -> ConsumerConfig:
     """Only the messages holding an event that starts a timer (their subject's mark
     says so: ``turns.INTEREST``): the server sends this consumer nothing else.  A
     consumer of an older version (every public event, or one subject per event type) is
