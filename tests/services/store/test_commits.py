@@ -7,8 +7,9 @@ heard by every listener."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import psycopg
 import pytest
@@ -36,6 +37,20 @@ def _bought(version: int) -> list[tuple[str, int, list[ChipsBought]]]:
     return [("t1", version, [ChipsBought(seat=0, amount=100)])]
 
 
+@contextlib.asynccontextmanager
+async def _listening(store: PostgresEventStore, database_url: str) -> AsyncIterator[Commits]:
+    """The store's commits, listened to (and what was heard before taken) until the end."""
+    commits = Commits.of(store, database_url)
+    assert commits is not None
+    listening = asyncio.create_task(commits.run())
+    try:
+        await _settled(commits)
+        yield commits
+    finally:
+        listening.cancel()
+        await asyncio.gather(listening, return_exceptions=True)
+
+
 async def _settled(commits: Commits) -> None:
     """Listening, and what it heard until now taken."""
     while not commits.listening:
@@ -49,11 +64,7 @@ def test_a_listener_hears_its_own_stores_commits_and_not_anothers(
     ours, other = two_stores
 
     async def run() -> None:
-        commits = Commits.of(ours, database_url)
-        assert commits is not None
-        listening = asyncio.create_task(commits.run())
-        try:
-            await _settled(commits)
+        async with _listening(ours, database_url) as commits:
             for version in range(3):                       # another store of the database commits
                 await other.append_async(_bought(version))
             await asyncio.sleep(0.5)
@@ -65,9 +76,6 @@ def test_a_listener_hears_its_own_stores_commits_and_not_anothers(
             with psycopg.connect(database_url, autocommit=True) as conn:   # a writer that does not say
                 conn.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(commits.channel)))
             await asyncio.wait_for(commits.wake.wait(), 5)
-        finally:
-            listening.cancel()
-            await asyncio.gather(listening, return_exceptions=True)
 
     asyncio.run(run())
 
@@ -80,11 +88,7 @@ def test_a_busy_reader_stops_listening_at_the_next_commit_and_an_idle_one_listen
     ours, _ = two_stores
 
     async def run() -> None:
-        commits = Commits.of(ours, database_url)
-        assert commits is not None
-        listening = asyncio.create_task(commits.run())
-        try:
-            await _settled(commits)
+        async with _listening(ours, database_url) as commits:
             commits.busy()
             await ours.append_async(_bought(0))            # heard: the last one
             await asyncio.wait_for(commits.wake.wait(), 5)
@@ -102,8 +106,5 @@ def test_a_busy_reader_stops_listening_at_the_next_commit_and_an_idle_one_listen
             await ours.append_async(_bought(4))
             await asyncio.wait_for(commits.wake.wait(), 5)
             assert commits.heard == 2
-        finally:
-            listening.cancel()
-            await asyncio.gather(listening, return_exceptions=True)
 
     asyncio.run(run())

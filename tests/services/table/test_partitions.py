@@ -8,7 +8,10 @@ partitions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
+from typing import Any
 
 import nats
 import pytest
@@ -18,6 +21,21 @@ from studroom.services.wire import subjects
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 ALL = list(range(subjects.PARTITIONS))
+
+
+@contextlib.asynccontextmanager
+async def _two_instances(nats_url: str, stores: int = 1) -> AsyncIterator[tuple[LeaseManager, LeaseManager, dict[str, set[int]]]]:
+    """Instances "a" and "b" on a bucket of their own (deleted after), and the
+    partitions each serves."""
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    bucket = f"test_leases_{uuid.uuid4().hex[:8]}"
+    served: dict[str, set[int]] = {"a": set(), "b": set()}
+    try:
+        yield _manager(js, bucket, "a", served, stores), _manager(js, bucket, "b", served, stores), served
+    finally:
+        await js.delete_key_value(bucket)
+        await nc.close()
 
 
 def _manager(js: object, bucket: str, name: str, served: dict[str, set[int]], stores: int = 1) -> LeaseManager:
@@ -35,18 +53,14 @@ def _manager(js: object, bucket: str, name: str, served: dict[str, set[int]], st
 
 def test_heartbeats_read_the_keys_present_renew_and_share_the_partitions(nats_url: str) -> None:
     async def main() -> None:
-        nc = await nats.connect(nats_url)
-        js = nc.jetstream()
-        bucket = f"test_leases_{uuid.uuid4().hex[:8]}"
-        served: dict[str, set[int]] = {"a": set(), "b": set()}
-        try:
-            a, b = _manager(js, bucket, "a", served), _manager(js, bucket, "b", served)
+        async with _two_instances(nats_url) as (a, b, served):
+            js: Any = a.js
             await a.start()
             assert a.owned() == ALL and served["a"] == set(ALL)
             assert sorted(await a._keys()) == sorted(["i.a"] + [f"p.{p}" for p in ALL])
 
             # A bucket made before direct reads: the next start turns them on.
-            stream = subjects.bucket_stream(bucket)
+            stream = subjects.bucket_stream(a.bucket)
             await js.update_stream((await js.stream_info(stream)).config.evolve(allow_direct=False))
             await a._ensure_bucket()
             assert (await js.stream_info(stream)).config.allow_direct
@@ -68,9 +82,6 @@ def test_heartbeats_read_the_keys_present_renew_and_share_the_partitions(nats_ur
             assert b.owned() == ALL and served["a"] == set()
             await b.close()
             assert await b._keys() == []
-        finally:
-            await js.delete_key_value(bucket)
-            await nc.close()
 
     asyncio.run(main())
 
@@ -79,12 +90,7 @@ def test_two_instances_on_two_stores_each_serve_the_partitions_of_one_store(nats
     """Store affinity: the instance that took everything alone gives back the partitions
     of the other store first, so each instance commits to one store only."""
     async def main() -> None:
-        nc = await nats.connect(nats_url)
-        js = nc.jetstream()
-        bucket = f"test_leases_{uuid.uuid4().hex[:8]}"
-        served: dict[str, set[int]] = {"a": set(), "b": set()}
-        try:
-            a, b = _manager(js, bucket, "a", served, stores=2), _manager(js, bucket, "b", served, stores=2)
+        async with _two_instances(nats_url, stores=2) as (a, b, served):
             await a.start()
             assert a.owned() == ALL
             await b.start()
@@ -96,9 +102,6 @@ def test_two_instances_on_two_stores_each_serve_the_partitions_of_one_store(nats
             await b.tick()
             assert b.owned() == ALL
             await b.close()
-        finally:
-            await js.delete_key_value(bucket)
-            await nc.close()
 
     asyncio.run(main())
 
@@ -108,19 +111,11 @@ def test_two_instances_started_together_on_two_stores_each_serve_one_store(nats_
     announces itself and looks a moment later), so neither claims the other's store:
     their first claims are disjoint."""
     async def main() -> None:
-        nc = await nats.connect(nats_url)
-        js = nc.jetstream()
-        bucket = f"test_leases_{uuid.uuid4().hex[:8]}"
-        served: dict[str, set[int]] = {"a": set(), "b": set()}
-        try:
-            a, b = _manager(js, bucket, "a", served, stores=2), _manager(js, bucket, "b", served, stores=2)
+        async with _two_instances(nats_url, stores=2) as (a, b, _):
             await a._ensure_bucket()
             await asyncio.gather(a.start(), b.start())
             assert a.owned() == [p for p in ALL if p % 2 == 0]
             assert b.owned() == [p for p in ALL if p % 2 == 1]
             await asyncio.gather(a.close(), b.close())
-        finally:
-            await js.delete_key_value(bucket)
-            await nc.close()
 
     asyncio.run(main())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import tempfile
 import time
@@ -26,10 +25,9 @@ import pytest
 from studroom.domain.commands import Act, BuyIn, OpenTable, SitDown
 from studroom.domain.events import Event, HandStarted, PauseEnded, PauseStarted
 from studroom.domain.table import Table
-from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.wire import subjects
-from timer_stack import STAKES, Drivers, Stack, config, spawn_timer, watched
+from timer_stack import STAKES, Drivers, Stack, config, running_stack, spawn_timer, watched
 
 pytestmark = pytest.mark.integration
 
@@ -38,15 +36,8 @@ PAUSE_MS = 1500
 
 @pytest.fixture(scope="module")
 def stack(database_url: str) -> Iterator[Stack]:
-    folder = Path(tempfile.mkdtemp(prefix="studroom-it-pause-"))
-    with EmbeddedNats(folder) as server:
-        stack = Stack(server, database_url, folder, prefix=f"itpause_{uuid.uuid4().hex[:6]}_p", pause_ms=PAUSE_MS)
-        stack.start()
-        try:
-            yield stack
-        finally:
-            stack.stop()
-    shutil.rmtree(folder, ignore_errors=True)
+    with running_stack(database_url, "pause", pause_ms=PAUSE_MS) as stack:
+        yield stack
 
 
 async def wait_for(stack: Stack, table_id: str, found: type[Event], count: int, seconds: float) -> list[Event]:

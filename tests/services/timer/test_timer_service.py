@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import subprocess
 import tempfile
 import time
 import uuid
@@ -42,7 +40,6 @@ from studroom.domain import errors
 from studroom.domain.commands import Timeout
 from studroom.domain.events import HandEnded, TimedOut, TurnStarted
 from studroom.services.client.table import TableClient
-from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.timer.schedule import TimerPayload, schedule_headers
 from studroom.services.timer.stats import TimerStats
@@ -51,6 +48,7 @@ from timer_stack import (
     SLEEPER,
     Drivers,
     Stack,
+    running_stack,
     armed_deadlines,
     chips_conserved,
     config,
@@ -58,6 +56,7 @@ from timer_stack import (
     exactly_one_timeout_per_sleeper_turn,
     lateness_ms,
     spawn_timer,
+    stop_timer,
     watched,
 )
 
@@ -66,15 +65,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def stack(database_url: str) -> Iterator[Stack]:
-    folder = Path(tempfile.mkdtemp(prefix="studroom-it-timer-"))
-    with EmbeddedNats(folder) as server:
-        stack = Stack(server, database_url, folder, prefix=f"ittimer_{uuid.uuid4().hex[:6]}_p")
-        stack.start()
-        try:
-            yield stack
-        finally:
-            stack.stop()
-    shutil.rmtree(folder, ignore_errors=True)
+    with running_stack(database_url, "timer") as stack:
+        yield stack
 
 
 async def run_timer(stack: Stack, stop: asyncio.Event, name: str) -> asyncio.Task[Any]:
@@ -195,12 +187,7 @@ def test_sigkill_of_the_timer_service_loses_no_deadline_and_times_out_nothing_tw
                 first = min(at for at, e in drivers.seen[table_id] if isinstance(e, TimedOut))
                 assert first > restarted_ms, f"{table_id}: timed out before the restart"
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
+            stop_timer(proc)
             await drivers.close()
             await watcher.drain()
         return drivers

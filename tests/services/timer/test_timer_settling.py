@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import subprocess
 import tempfile
 import time
 import uuid
@@ -25,7 +23,6 @@ from typing import Any
 
 import msgspec
 import pytest
-from studroom.services.runtime.servers.embedded_nats import EmbeddedNats
 from studroom.services.timer.bootstrap import serve_timer
 from studroom.services.timer.schedule import TimerPayload
 from studroom.services.timer.settling import HOLD_IF_DUE_AFTER, Settling
@@ -34,10 +31,12 @@ from studroom.services.wire import subjects
 from timer_stack import (
     Drivers,
     Stack,
+    running_stack,
     config,
     every_table_finished_with_one_timeout_per_turn,
     lateness_ms,
     spawn_timer,
+    stop_timer,
     watched,
 )
 
@@ -122,15 +121,8 @@ SECONDS = 10          # the tables' clocks: every turn is held (HOLD_IF_DUE_AFTE
 
 @pytest.fixture(scope="module")
 def stack(database_url: str) -> Iterator[Stack]:
-    folder = Path(tempfile.mkdtemp(prefix="studroom-it-settling-"))
-    with EmbeddedNats(folder) as server:
-        stack = Stack(server, database_url, folder, prefix=f"itsettle_{uuid.uuid4().hex[:6]}_p")
-        stack.start()
-        try:
-            yield stack
-        finally:
-            stack.stop()
-    shutil.rmtree(folder, ignore_errors=True)
+    with running_stack(database_url, "settle") as stack:
+        yield stack
 
 
 async def _scheduled_turn(js: Any, table_id: str) -> int | None:
@@ -213,12 +205,7 @@ def test_sigkill_while_the_turns_are_held_unwritten_loses_none_and_times_each_ou
             proc = spawn_timer(stack, log_path, "it-settle-kill-2")
             await drivers.wait_ended(ids, timeout=80)
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
+            stop_timer(proc)
             await drivers.close()
             await watcher.drain()
         return drivers, unwritten

@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -132,6 +136,31 @@ class Stack:
             return store.load(table_id)
         finally:
             store.close()
+
+
+@contextlib.contextmanager
+def running_stack(database_url: str, name: str, **options: Any) -> Iterator[Stack]:
+    """A module's stack: its own embedded NATS in a temporary folder, a fresh store
+    schema prefix (``name``), the table service and relay started; all gone after."""
+    folder = Path(tempfile.mkdtemp(prefix=f"studroom-it-{name}-"))
+    with EmbeddedNats(folder) as server:
+        stack = Stack(server, database_url, folder, prefix=f"it{name}_{uuid.uuid4().hex[:6]}_p", **options)
+        stack.start()
+        try:
+            yield stack
+        finally:
+            stack.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def stop_timer(proc: subprocess.Popen[bytes]) -> None:
+    """A spawned timer service stopped: SIGTERM, SIGKILL if it is still there 10 s later."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def spawn_timer(stack: Stack, log_path: Path, name: str) -> subprocess.Popen[bytes]:
