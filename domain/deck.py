@@ -185,8 +185,8 @@ class CommittedDeck(Deck):
     _root: bytes
     _leaves: bytes                  # format 2: published
     _tree: list[list[bytes]]        # format 1: secret but for the paths
-    _places: dict[int, int]         # card -> its place, within the span
-    _proofs: dict[int, CardProof]   # card -> its proof, once made
+    _places: list[int]              # by card (lists: cheaper than dicts): its place in the span, or -1
+    _proofs: list[CardProof | None]   # by card: its proof, once made
 
     def __init__(self, seed: bytes, listed: list[int] | None = None) -> None:
         self._seed = seed
@@ -198,7 +198,8 @@ class CommittedDeck(Deck):
 
     def _forget(self) -> None:
         self._order = None
-        self._salts, self._root, self._leaves, self._tree, self._places, self._proofs = [], b"", b"", [], {}, {}
+        self._salts, self._root, self._leaves, self._tree = [], b"", b"", []
+        self._places, self._proofs = [-1] * DECK_SIZE, [None] * DECK_SIZE
 
     def _blank(self) -> CommittedDeck:
         return CommittedDeck(b"")
@@ -272,7 +273,8 @@ class CommittedDeck(Deck):
             top = self._top(span)[:span]
             self._salts = salts(self.key(), span)
             hashed = commitment.leaves(top, self._salts)
-            self._places = {card: p for p, card in enumerate(top)}
+            for place, card in enumerate(top):
+                self._places[card] = place
             if self._format == commitment.MERKLE:
                 self._tree = commitment.levels(hashed)
                 root = self._tree[-1][0]
@@ -285,11 +287,11 @@ class CommittedDeck(Deck):
     def proof(self, card: int) -> CardProof | None:
         """The proof that opens ``card``'s place (None: not in the committed places,
         such as a live dealer's physical card)."""
-        made = self._proofs.get(card)
+        made = self._proofs[card]
         if made is None and self.size():
             self._committed()
-            place = self._places.get(card)
-            if place is None:
+            place = self._places[card]
+            if place < 0:
                 return None
             path = commitment.path(self._tree, place) if self._tree else b""
             made = self._proofs[card] = _CARD_PROOF(place, self._salts[place], path)
