@@ -195,7 +195,7 @@ class Table:
         self._events = []
         snapshot = self._snapshot() if self._may_fail_midway(command) else None
         try:
-            if type(command) is Act:    # the most frequent command, called directly (as apply's events)
+            if type(command) is _ACT:   # the most frequent command, called directly (as apply's events)
                 self._act(command)
             else:
                 handler(self, command)
@@ -1323,6 +1323,7 @@ _ROUND_ENDED: Final = RoundEnded
 _ANTE_POSTED: Final = AntePosted
 _POT_AWARDED: Final = PotAwarded
 _ANNOUNCED: Final = Announced
+_ACT: Final = Act          # and the busiest command (execute)
 
 # the attributes that make up a table's state (``state()``, snapshots)
 _STATE: Final = (
