@@ -50,7 +50,7 @@ _CARD_PROOF: Final = CardProof   # compiled, a C static (an imported event class
 
 def seed_hash(seed: bytes) -> str:
     """The seed's published commitment: its SHA-256 in hex."""
-    return commitment.SHORT_SHA256(seed).hexdigest()  # type: ignore[no-any-return]
+    return commitment.short_digest(seed).hex()
 
 
 def mixed_key(seed: bytes, entropy: Sequence[bytes]) -> bytes:
@@ -80,8 +80,7 @@ _BLOCK_WORDS: Final = tuple(struct.Struct(">%dI" % (8 * blocks)) for blocks in r
 
 def _words(prefix: bytes, first: int, blocks: int) -> list[int]:
     """Blocks ``first`` .. ``first + blocks - 1`` of the stream, as 32-bit words."""
-    sha256 = commitment.SHORT_SHA256
-    stream = b"".join([sha256(prefix + (_COUNTER[i] if i < 64 else i.to_bytes(8, "big"))).digest()
+    stream = b"".join([commitment.short_digest(prefix + (_COUNTER[i] if i < 64 else i.to_bytes(8, "big")))
                        for i in range(first, first + blocks)])
     unpack = _BLOCK_WORDS[blocks].unpack if blocks < 8 else struct.Struct(">%dI" % (8 * blocks)).unpack
     return list(unpack(stream))
