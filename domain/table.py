@@ -744,8 +744,8 @@ class Table:
         hand = self.hand
         assert hand is not None and self.config is not None and self.game is not None
         opts = options(hand, p)
-        sizes = ["small", "big"] if ("bet" in opts or "raise" in opts) and len(
-            bet_sizes(hand, self.game, self.config.stakes)) == 2 else []
+        sized = opts[-1] in ("bet", "raise")      # betting.options offers a bet or raise last, if at all
+        sizes = ["small", "big"] if sized and len(bet_sizes(hand, self.game, self.config.stakes)) == 2 else []
         self._emit(_TURN_STARTED(
             turn=self.turn + 1, seat=p.seat, kind="act",
             deadline_ms=self._deadline(c, self.config.action_seconds),
