@@ -16,7 +16,8 @@ from .config import TableConfig
 from .events import ActionName
 
 
-class Command(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, forbid_unknown_fields=True):
+# gc=False: as an event (events.py), a command takes part in no reference cycle
+class Command(msgspec.Struct, frozen=True, tag_field="type", kw_only=True, forbid_unknown_fields=True, gc=False):
     command_id: str | None = None
     now_ms: int = 0
 
