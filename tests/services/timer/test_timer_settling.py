@@ -4,7 +4,8 @@ schedule is written, and the table's next turn ends it unwritten.
 The rules of holding, on their own (no server: the write and the ack are recorded);
 then the timer service on real servers (timer_stack.py, its own NATS), with ten-second
 clocks: the players' quick turns are settled, the sleeper's lasting turn gets its
-schedule and times out on time; and a timer service killed with SIGKILL while it
+schedule and times out on time; two instances sharing the turns time each sleeper's
+turn out once; and a timer service killed with SIGKILL while it
 holds the sleepers' turns, none of them written yet, loses none: their messages come
 again to the restarted service, which times each out once, on time.
 """
@@ -179,6 +180,38 @@ def test_quick_turns_are_settled_unwritten_and_a_lasting_one_is_written_and_time
     for table_id in ids:
         late = lateness_ms(drivers.seen[table_id])
         assert late and 0 <= min(late) and max(late) < 1500, f"{table_id}: {late}"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(90)
+def test_two_instances_holding_the_turns_they_get_time_each_sleeper_turn_out_once(stack: Stack) -> None:
+    """The turns of a table go to either instance: an instance that holds a table's turn
+    without having held its last one tells the others, whose older turn is over."""
+    ids = [f"ts2{uuid.uuid4().hex[:6]}{k}" for k in range(4)]
+
+    async def main() -> list[TimerStats]:
+        stop = asyncio.Event()
+        stats = [TimerStats(), TimerStats()]
+        timers = [asyncio.create_task(serve_timer(stack.settings_as("service", "timer"), instance_id=f"it-settle-{k}",
+                                                  stop=stop, stats_every=0, stats=stats[k])) for k in range(2)]
+        await asyncio.sleep(0.2)
+        drivers = Drivers(stack, players=3)
+        try:
+            for table_id in ids:
+                await drivers.open(table_id, config("check_or_fold", seconds=SECONDS))
+            await drivers.wait_ended(ids, timeout=60)
+        finally:
+            stop.set()
+            await asyncio.gather(*timers)
+            await drivers.close()
+        every_table_finished_with_one_timeout_per_turn(stack, ids, drivers)
+        return stats
+
+    stats = asyncio.run(watched(stack, main(), ids))
+    lines = [s.line() for s in stats]
+    assert sum(s.settled for s in stats) > 0 and all(not s.errors for s in stats), lines
+    assert sum(s.timed_out for s in stats) == sum(
+        1 for table_id in ids for e in stack.events(table_id) if type(e).__name__ == "TimedOut"), lines
 
 
 @pytest.mark.integration
