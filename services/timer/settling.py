@@ -53,7 +53,6 @@ class Settling:
         self.settle = settle
         self.max_held = max_held
         self._held: dict[str, Held] = {}
-        self._due = asyncio.Event()
 
     def __len__(self) -> int:
         return len(self._held)
