@@ -105,6 +105,7 @@ class Writer:
         self.versions: dict[str, int] = collections.Counter()
         self.total = sum(len(events) for _, _, events in self.queue)
         self.written = 0
+        self.appends = 0    # transactions (one per store a write touched)
 
     def write(self, commits: int | None = None, group: int = 20) -> int:
         """Append commits, several per transaction (as the table service batches)."""
@@ -121,6 +122,7 @@ class Writer:
                 done += 1
             for schema, batch in batches.items():
                 self.stores[schema].append(batch)
+                self.appends += 1
         return done
 
     def write_in_background(self, pace: float = 0.002) -> threading.Thread:

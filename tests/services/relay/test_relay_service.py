@@ -305,7 +305,10 @@ def test_a_busy_relay_stops_listening_and_polls_and_listens_again_when_quiet(
     """Listening only while idle (relay.md): no nudges here, so a store written to
     steadily is read because its commits are heard, then, busy, by the poll alone (its
     listener stops hearing); quiet again, it listens, and a commit is read because it
-    is heard."""
+    is heard. Heard, a commit makes the relay poll a ``poll_interval`` later (the
+    nudge's guard), and that read makes it busy: the commits of that first 0.1 s are
+    heard by design, so the write lasts about a second (a write every 20 ms, well
+    inside the 0.1 s that would make the relay idle again)."""
     writer = Writer(stores, tables_per_store=3, hands=20, seed=8)
     last = writer.queue[:5]
     del writer.queue[:5]
@@ -317,11 +320,14 @@ def test_a_busy_relay_stops_listening_and_polls_and_listens_again_when_quiet(
             while not ready or not all(s.commits is not None and s.commits.listening for s in ready[0].stores):
                 await asyncio.sleep(0.05)
             relays = ready[0].stores
-            appends = -(-len(writer.queue) // 5)   # at least: 5 commits of tables an append
-            background = writer.write_in_background(pace=0.005)
-            await asyncio.to_thread(background.join)
+            background = writer.write_in_background(pace=0.02)
+            deaf = False        # seen not listening while the commits came
+            while background.is_alive():
+                deaf |= not all(s.commits.listening for s in relays)
+                await asyncio.sleep(0.01)
             await monitor.wait_caught_up(stores)
-            assert sum(s.commits.heard for s in relays) < appends / 2, "busy, it heard few"
+            assert deaf, "busy, it stopped listening"
+            assert sum(s.commits.heard for s in relays) < writer.appends / 2, "busy, it heard few"
             while not all(s.commits.listening for s in relays):
                 await asyncio.sleep(0.05)
             heard = sum(s.commits.heard for s in relays)
