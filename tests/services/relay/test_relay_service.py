@@ -307,8 +307,8 @@ def test_a_busy_relay_stops_listening_and_polls_and_listens_again_when_quiet(
     listener stops hearing); quiet again, it listens, and a commit is read because it
     is heard. Heard, a commit makes the relay poll a ``poll_interval`` later (the
     nudge's guard), and that read makes it busy: the commits of that first 0.1 s may be
-    heard too (in CI 21 of ~78 were, in a write of 0.35 s), so the write lasts about a second (a write every 20 ms, well
-    inside the 0.1 s that would make the relay idle again)."""
+    heard too (in CI 21 of ~78 were, in a write of 0.35 s), so the write lasts about a
+    second (a write every 20 ms, well inside the 0.1 s that would make it idle again)."""
     writer = Writer(stores, tables_per_store=3, hands=20, seed=8)
     last = writer.queue[:5]
     del writer.queue[:5]
