@@ -224,7 +224,7 @@ class TrackingProjector(ABC):
         reader = self._readers.get(store)
         if reader is None and store_exists(self._connection(), store):
             reader = self._readers[store] = open_reader(self.database_url, store)
-            self._channels[store] = (store_url(self.database_url, store), reader.recorder.channel_name)
+            self._channels[store] = (store_url(self.database_url, store), reader.channel)
         return reader
 
     def _connection(self) -> psycopg.Connection[Any]:

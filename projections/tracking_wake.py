@@ -1,9 +1,9 @@
 """What wakes an idle tracking projector (tracking.py): the event stores' own ``NOTIFY``.
 
-The append function notifies at every commit (services/store/postgres.py); the channel
-is the events table's name (eventsourcing's ``channel_name``: ``events``, the same for
-every store of a database) with no payload, so a notification says "some store of this
-server appended".  One connection per PostgreSQL server that holds a followed store.
+The append function notifies at every commit (services/store/postgres.py) the store's
+own channel (``<schema>.<table>``), so a notification says "this store appended": the
+projector listens to the channels of the stores it follows, one connection per
+PostgreSQL server that holds one.
 
 It listens **only while the projector is idle**: ``LISTEN`` when a fold found nothing,
 ``UNLISTEN`` when one finds something again.  Listening costs at every commit: each

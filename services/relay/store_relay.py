@@ -137,9 +137,8 @@ class StoreRelay:
         self.wake.set()
 
     def _heard(self) -> bool:
-        """Whether a commit may have come since the last read: one was heard in the
-        store's database (this store's or another's: they share a channel), or nobody
-        listens."""
+        """Whether a commit may have come since the last read: one was heard, or
+        nobody listens."""
         return self.commits is None or not self.commits.listening or self.commits.wake.is_set()
 
     def _clear(self) -> None:

@@ -1,18 +1,16 @@
-"""Commits heard as they happen: every append to a PostgreSQL event store NOTIFYs its
-channel with the store's name as the payload (``store/postgres.py``), and
-:class:`Commits` LISTENs to it on a connection of its own and sets an event at each
-commit of its store.
+"""Commits heard as they happen: every append to a PostgreSQL event store NOTIFYs the
+store's own channel (``<schema>.<table>``, ``store/postgres.py``), and :class:`Commits`
+LISTENs to it on a connection of its own and sets an event at each commit.
 
-The channel is the events table's name, ``events`` in every schema: a listener hears
-every store of its database and keeps its own store's commits (and those without a
-payload, from an append function older than the payload: maybe its store's). So a
-reader reads only when its store moved: an idle room makes no reads (issue 20), and
-the cashier's recovery no longer wakes for the table stores' commits. The relay still
-reads a live store at once on the table service's NATS nudge: a commit heard only lets
-it poll for a nudge lost (relay.md, "Latency and throughput", says why the nudge stays).
-While the connection is down (``listening`` false) the reader polls as before; the
-event is set when the state changes either way, so that a waiter looks again (and
-reads what was committed while nobody listened).
+So a reader reads only when its store moved: an idle room makes no reads (issue 20),
+and nobody is signalled for another store's commits (until 2026-12-04 every store of
+a database notified one channel, ``events``, naming the store in the payload: the
+cashier's listener, idle and so always listening, was woken by every table commit).
+The relay still reads a live store at once on the table service's NATS nudge: a
+commit heard only lets it poll for a nudge lost (relay.md, "Latency and throughput",
+says why the nudge stays).  While the connection is down (``listening`` false) the
+reader polls as before; the event is set when the state changes either way, so that
+a waiter looks again (and reads what was committed while nobody listened).
 
 A reader that is busy anyway (it reads every few milliseconds on the nudges) says so
 (:meth:`Commits.busy`): the listener stops listening at the next notification it gets,
@@ -44,15 +42,14 @@ QUIET_WAKE = 3600.0
 
 
 class Commits:
-    """Sets ``wake`` at every commit of ``store`` NOTIFYing ``channel``."""
+    """Sets ``wake`` at every commit NOTIFYing ``channel`` (a store's)."""
 
-    def __init__(self, database_url: str, channel: str, store: str) -> None:
+    def __init__(self, database_url: str, channel: str) -> None:
         self.database_url = database_url
         self.channel = channel
-        self.ours = {store.encode(), b""}   # payloads of our commits (empty: a writer that does not say)
-        self.wake = asyncio.Event()     # set: a commit of ours heard since the last take()
+        self.wake = asyncio.Event()     # set: a commit heard since the last take()
         self.listening = False
-        self.heard = 0                  # our commits heard (tests, metrics)
+        self.heard = 0                  # commits heard (tests, metrics)
         self._taken = asyncio.Event()
         self._wanted = asyncio.Event()  # set: the reader wants to hear (it is idle)
         self._wanted.set()
@@ -61,10 +58,8 @@ class Commits:
     def of(cls, store: Any, database_url: str) -> Commits | None:
         """The commits of ``store`` at ``database_url``; None for a store that does not
         notify (the in-memory one)."""
-        recorder = getattr(store, "recorder", None)
-        channel = getattr(recorder, "channel_name", None)
-        schema = getattr(store, "schema", None)
-        return cls(database_url, channel, schema) if isinstance(channel, str) and isinstance(schema, str) else None
+        channel = getattr(store, "channel", None)
+        return cls(database_url, channel) if isinstance(channel, str) else None
 
     def busy(self) -> None:
         """The reader reads often on its own: stop listening (at the next notification)."""
@@ -115,17 +110,16 @@ class Commits:
                 self._listening(False)  # the reader polls
 
     async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """Wake the reader at each commit of ours until it no longer wants to hear
-        (seen at the next notification after it said so)."""
+        """Wake the reader at each commit until it no longer wants to hear (seen at the
+        next notification after it said so)."""
         while self._wanted.is_set():
             heard = await conn.wait(generators.notifies(conn.pgconn), interval=QUIET_WAKE)
-            ours = sum(n.extra in self.ours for n in heard)
-            if ours:
-                self.heard += ours
+            if heard:
+                self.heard += len(heard)
                 self.wake.set()
                 # Nothing more to tell until the reader reads: what comes meanwhile is
-                # read off the socket in one go after it (the other stores' commits
-                # too: one by one they cost more than the reader's work).
+                # read off the socket in one go after it (one by one they cost more
+                # than the reader's work).
                 self._taken.clear()
                 await self._taken.wait()
 

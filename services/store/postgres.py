@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -70,6 +71,17 @@ def ensure_schema(database_url: str, schema: str) -> None:
     """Create ``schema`` if missing (safe when several processes do it at once)."""
     with _ddl_lock(database_url) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+
+
+def commits_channel(schema: str, table: str) -> str:
+    """The channel a store's appends NOTIFY: its own (``<schema>.<table>``), so that a
+    listener is signalled for its store's commits only (store/commits.py).  PostgreSQL
+    refuses a channel name longer than 63 bytes: a longer one is shortened, its end a
+    digest of the whole."""
+    name = f"{schema}.{table}"
+    if len(name.encode()) <= 63:
+        return name
+    return f"{name.encode()[:40].decode(errors='ignore')}~{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def eventsourcing_env(
@@ -145,6 +157,7 @@ class PostgresEventStore:
         self.name = f"{schema}.{table}"
         self.schema = schema
         self.table = table
+        self.channel = commits_channel(schema, table)
         self.mapper = mapper or MsgspecMapper()
         if create_table:
             ensure_schema(database_url, schema)
@@ -272,7 +285,7 @@ class PostgresEventStore:
             "BEGIN "
             "PERFORM set_config('lock_timeout', wait, true); "
             "LOCK TABLE {events} IN EXCLUSIVE MODE; "
-            "PERFORM pg_notify({channel}, {store}); "   # the payload: which store (store/commits.py)
+            "PERFORM pg_notify({channel}, ''); "   # the store's own channel (store/commits.py)
             "INSERT INTO {events} (originator_id, originator_version, topic, state) "
             "SELECT * FROM unnest(ids, versions, topics, states); "
             "IF cardinality(snapshot_ids) > 0 THEN "   # most appends store none: no statement for them
@@ -287,8 +300,7 @@ class PostgresEventStore:
             function=self._append_function,
             events=events,
             snapshots=self._snapshots,
-            channel=sql.Literal(self.recorder.channel_name),
-            store=sql.Literal(self.schema),
+            channel=sql.Literal(self.channel),
         )
         with _ddl_lock(database_url) as conn:
             conn.execute(body)

@@ -1,8 +1,7 @@
 """A store's commits are heard by its own listener only (services/store/commits.py,
-issue 20): every append NOTIFYs the database's one channel with its store's name, so
-the relay and the cashier read when their own store moved and never for another's, and
-a writer that does not say which store (an append function from before the payload) is
-heard by every listener."""
+issue 20): every append NOTIFYs its store's own channel, so the relay and the cashier
+read when their own store moved, and nobody is signalled for another store's commits;
+a channel name too long for PostgreSQL is shortened, still its store's own."""
 
 from __future__ import annotations
 
@@ -72,12 +71,36 @@ def test_a_listener_hears_its_own_stores_commits_and_not_anothers(
             await ours.append_async(_bought(0))            # ours does
             await asyncio.wait_for(commits.wake.wait(), 5)
             assert commits.heard == 1
-            commits.take()
-            with psycopg.connect(database_url, autocommit=True) as conn:   # a writer that does not say
-                conn.execute(sql.SQL("NOTIFY {}").format(sql.Identifier(commits.channel)))
-            await asyncio.wait_for(commits.wake.wait(), 5)
 
     asyncio.run(run())
+
+
+def test_a_store_with_a_long_name_notifies_a_channel_of_its_own_postgresql_accepts(
+        database_url: str) -> None:
+    """PostgreSQL refuses channel names over 63 bytes: two stores whose names differ
+    only past that get two channels, each heard by its own listener."""
+    schemas = [f"commits_{'x' * 50}_{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    stores = [PostgresEventStore(database_url, schema=schema) for schema in schemas]
+    try:
+        assert len({store.channel for store in stores}) == 2
+        assert all(len(store.channel.encode()) <= 63 for store in stores)
+
+        async def run() -> None:
+            async with _listening(stores[0], database_url) as commits:
+                await stores[1].append_async(_bought(0))
+                await asyncio.sleep(0.5)
+                assert commits.heard == 0
+                await stores[0].append_async(_bought(0))
+                await asyncio.wait_for(commits.wake.wait(), 5)
+                assert commits.heard == 1
+
+        asyncio.run(run())
+    finally:
+        for store in stores:
+            store.close()
+        with psycopg.connect(database_url, autocommit=True) as conn:
+            for schema in schemas:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
 def test_a_busy_reader_stops_listening_at_the_next_commit_and_an_idle_one_listens_again(

@@ -349,11 +349,11 @@ def test_append_async_notifies_and_outlives_its_connection(database_url: str, sc
     schemas.append(schema := f"es_{uuid.uuid4().hex[:10]}")
     with PostgresEventStore(database_url, schema=schema) as store, \
             psycopg.connect(database_url, autocommit=True) as listener:
-        listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.recorder.channel_name)))
+        listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(store.channel)))
 
         async def main() -> None:
             await store.append_async([("t1", 0, [Anted(1, 5)])])
-            assert [n.channel for n in listener.notifies(timeout=10, stop_after=1)] == [store.recorder.channel_name]
+            assert [n.channel for n in listener.notifies(timeout=10, stop_after=1)] == [store.channel]
             with psycopg.connect(database_url, autocommit=True) as admin:   # the appender's backend killed
                 killed = admin.execute(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
