@@ -145,6 +145,11 @@ class LocalWheel:
         except nats.errors.Error:
             log.debug("turn notice of %s not sent (the other wheels' timer of it may fire: stale)", table_id)
 
+    def disarm_older(self, table_id: str, turn: int) -> bool:
+        """Drop the table's timer if it is of a turn before ``turn`` (a newer turn of
+        the table is set, here or elsewhere); was one dropped?"""
+        return self.wheel.drop_older(table_id, turn)
+
     async def on_notice(self, msg: Any) -> tuple[str, Notice] | None:
         """Another instance set a table's newer turn: our older timer of it is over.
         The table and the notice (None: not one)."""
@@ -153,6 +158,6 @@ class LocalWheel:
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
         table_id = msg.subject.rsplit(".", 1)[1]
-        if notice.instance != self.instance_id and self.wheel.drop_older(table_id, notice.turn):
+        if notice.instance != self.instance_id and self.disarm_older(table_id, notice.turn):
             self.stats.local_dropped += 1
         return table_id, notice

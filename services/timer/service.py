@@ -195,7 +195,7 @@ class TimerService:
             self.stats.schedule_reads = self.last.reads
         if published is None:
             self.stats.superseded += 1
-            self.local.wheel.drop_older(timer.table_id, timer.turn + 1)   # armed while it was held
+            self.local.disarm_older(timer.table_id, timer.turn + 1)   # armed while it was held
             return
         self.stats.scheduled += 1
         self.local.arm(timer)

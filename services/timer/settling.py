@@ -53,6 +53,7 @@ class Settling:
         self.settle = settle
         self.max_held = max_held
         self._held: dict[str, Held] = {}
+        self._holding = asyncio.Event()      # set when a turn is held: an idle run() sleeps until then
 
     def __len__(self) -> int:
         return len(self._held)
@@ -73,6 +74,7 @@ class Settling:
             await self.ack(msg)
             return True
         self._held[timer.table_id] = Held(timer, msg, time.monotonic())
+        self._holding.set()
         if held is not None and held.timer.turn < timer.turn:
             self.stats.settled += 1
             await self.ack(held.msg)
@@ -92,6 +94,9 @@ class Settling:
         those of every turn still held (what cannot be written comes again)."""
         try:
             while not stop.is_set():
+                if not self._held:                # nothing to write: no wake-ups until a turn is held
+                    self._holding.clear()
+                    await _first(stop, self._holding)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.settle / 4)
                 await self._write_held(time.monotonic() - self.settle)
@@ -105,3 +110,13 @@ class Settling:
             if self._held.get(held.timer.table_id) is held:
                 del self._held[held.timer.table_id]
                 await self.write(held.timer, held.msg)
+
+
+async def _first(*events: asyncio.Event) -> None:
+    """Until one of ``events`` is set."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()

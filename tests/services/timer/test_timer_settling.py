@@ -115,6 +115,35 @@ def test_a_turn_still_held_after_the_settling_time_is_written_and_the_rest_when_
     asyncio.run(run())
 
 
+def test_with_nothing_held_it_sleeps_and_the_first_turn_held_wakes_it() -> None:
+    """Idle services cost next to nothing (issue 20): no passes over the held turns
+    while there are none (it woke four times a second before)."""
+    recorded = _Recorded()
+    settling = recorded.settling(settle=0.2)
+    passes = 0
+    write_held = settling._write_held
+
+    async def counted(before: float) -> None:
+        nonlocal passes
+        passes += 1
+        await write_held(before)
+
+    settling._write_held = counted    # type: ignore[method-assign]
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        running = asyncio.create_task(settling.run(stop))
+        await asyncio.sleep(0.5)
+        assert passes == 0
+        await settling.hold(_timer(1), "m1")
+        await asyncio.sleep(0.5)
+        assert recorded.written == [(1, "m1")]
+        stop.set()
+        await running
+
+    asyncio.run(run())
+
+
 # ----------------------------------------------------------- on real servers
 
 SECONDS = 10          # the tables' clocks: every turn is held (HOLD_IF_DUE_AFTER is 7 s)
