@@ -24,6 +24,7 @@ idle").
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from typing import Any
 
@@ -39,6 +40,17 @@ KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 3, 
 # How often the wait for a notification wakes for nothing. psycopg's own ``notifies()``
 # wakes every 0.1 s (to notice a Ctrl-C): a poll of its own, ten loop turns a second.
 QUIET_WAKE = 3600.0
+
+
+def commits_channel(schema: str, table: str) -> str:
+    """The channel a store's appends NOTIFY: its own (``<schema>.<table>``), so that a
+    listener is signalled for its store's commits only.  PostgreSQL
+    refuses a channel name longer than 63 bytes: a longer one is shortened, its end a
+    digest of the whole."""
+    name = f"{schema}.{table}"
+    if len(name.encode()) <= 63:
+        return name
+    return f"{name.encode()[:40].decode(errors='ignore')}~{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 class Commits:

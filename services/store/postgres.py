@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -25,6 +24,7 @@ from psycopg.rows import tuple_row
 from .async_append import RETRIES, RETRY_WAIT, AsyncAppender
 from .binary_arrays import append_arguments
 from .codec import MsgspecMapper, NullTranscoder
+from .commits import commits_channel
 from .port import (
     Batch,
     Latest,
@@ -71,17 +71,6 @@ def ensure_schema(database_url: str, schema: str) -> None:
     """Create ``schema`` if missing (safe when several processes do it at once)."""
     with _ddl_lock(database_url) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-
-
-def commits_channel(schema: str, table: str) -> str:
-    """The channel a store's appends NOTIFY: its own (``<schema>.<table>``), so that a
-    listener is signalled for its store's commits only (store/commits.py).  PostgreSQL
-    refuses a channel name longer than 63 bytes: a longer one is shortened, its end a
-    digest of the whole."""
-    name = f"{schema}.{table}"
-    if len(name.encode()) <= 63:
-        return name
-    return f"{name.encode()[:40].decode(errors='ignore')}~{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def eventsourcing_env(
