@@ -193,10 +193,11 @@ class CommittedDeck(Deck):
         self._entropy: list[bytes] = []
         self._format = commitment.FORMAT
         self._span = -1                         # the places committed (-1: the whole deck)
+        self._order = None
         self._forget()
 
     def _forget(self) -> None:
-        self._order = None
+        """Drop what the commitment's format and span fix (the order depends on neither)."""
         self._salts, self._root, self._leaves, self._tree = [], b"", b"", []
         self._places, self._proofs = [-1] * DECK_SIZE, [None] * DECK_SIZE
 
@@ -213,9 +214,8 @@ class CommittedDeck(Deck):
         ``AntesCollected`` publishes as ``deck_format`` and ``deck_size``)."""
         span = min(span, self.size()) if span >= 0 else -1
         if (format, span) != (self._format, self._span):
-            order = self._order
-            self._forget()
-            self._order = order
+            if self._root:          # committed under the old ones (a hand fixes before it commits)
+                self._forget()
             self._format, self._span = format, span
 
     def format(self) -> int:
