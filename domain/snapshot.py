@@ -27,7 +27,7 @@ from .games import GAMES
 from .hand import HandPlayer, HandState
 from .table import SeatState, Table
 
-SNAPSHOT_VERSION: Final = 3     # 2: the floor and R34 (issue 18); 3: the waiting list
+SNAPSHOT_VERSION: Final = 4     # 2: the floor and R34 (issue 18); 3: the waiting list; 4: up_ranks in base 5
 
 TABLE_FIELDS: Final = (
     "table_id", "config", "seats", "button", "hand_no", "turn", "hand", "version", "last_command_ids",
