@@ -78,12 +78,12 @@ _COUNTER: Final = tuple(i.to_bytes(8, "big") for i in range(64))   # i8(i) of th
 _BLOCK_WORDS: Final = tuple(struct.Struct(">%dI" % (8 * blocks)) for blocks in range(8))
 
 
-def _words(prefix: bytes, first: int, blocks: int) -> list[int]:
+def _words(prefix: bytes, first: int, blocks: int) -> tuple[int, ...]:
     """Blocks ``first`` .. ``first + blocks - 1`` of the stream, as 32-bit words."""
     stream = b"".join([commitment.short_digest(prefix + (_COUNTER[i] if i < 64 else i.to_bytes(8, "big")))
                        for i in range(first, first + blocks)])
     unpack = _BLOCK_WORDS[blocks].unpack if blocks < 8 else struct.Struct(">%dI" % (8 * blocks)).unpack
-    return list(unpack(stream))
+    return unpack(stream)
 
 
 def _fix(cards: list[int], prefix: bytes, swaps: int) -> list[int]:
@@ -94,7 +94,6 @@ def _fix(cards: list[int], prefix: bytes, swaps: int) -> list[int]:
     words = _words(prefix, 0, (swaps + 7) // 8)   # one word a swap, unless one is skipped
     available = len(words)
     used = 0
-    fixed: list[int] = []
     for i in range(len(cards) - 1, len(cards) - 1 - swaps, -1):
         limit = _LIMIT[i + 1]
         while True:
@@ -109,7 +108,8 @@ def _fix(cards: list[int], prefix: bytes, swaps: int) -> list[int]:
         card = cards[j]
         cards[j] = cards[i]
         cards[i] = card
-        fixed.append(card)
+    fixed = cards[len(cards) - swaps :]
+    fixed.reverse()
     return fixed
 
 
