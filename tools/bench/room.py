@@ -111,11 +111,14 @@ async def _play(row: Row, nats_url: str, database_url: str, nats: EmbeddedNats, 
             actions, hands, errors, messages = stats.actions, stats.hands, stats.errors, stats.public_messages
             stats.latencies.clear()
             commands, commits = await group_commits(floor_nc)
+            counted = await asyncio.to_thread(nats.counters)
             before = meter.sample()
             started = time.perf_counter()
             await progress.wait("playing", options.seconds, lambda: stats.actions - actions)
             after = meter.sample()
             row.seconds = time.perf_counter() - started
+            now = await asyncio.to_thread(nats.counters)
+            row.nats_in, row.nats_out = now["in_msgs"] - counted["in_msgs"], now["out_msgs"] - counted["out_msgs"]
             now_commands, now_commits = await group_commits(floor_nc)
             row.commands, row.commits = now_commands - commands, now_commits - commits
             row.actions, row.hands = stats.actions - actions, stats.hands - hands
@@ -169,7 +172,7 @@ def measure(row: Row, postgres: list[EmbeddedPostgres], folder: Path, options: O
     with _databases(servers, f"bench_{folder.name}") as urls:
         database_url, stores_elsewhere = urls[0], elsewhere(row.layout, urls)
         progress.phase("starting NATS and the services")
-        with EmbeddedNats(folder, auth=row.auth) as nats:
+        with EmbeddedNats(folder, auth=row.auth, monitor=True) as nats:
             services = Services(child_env(nats.url, database_url, folder, stores_elsewhere), folder / "logs",
                                 instances=row.layout.instances, stores=row.layout.stores, timers=True,
                                 authority=nats.authority)

@@ -49,6 +49,8 @@ class Row:
     messages: int = 0              # public relay messages (one per commit since issue 20's third round)
     commands: int = 0              # commands through the table services' group commits ...
     commits: int = 0               # ... and their batches (their counters; each batch one append)
+    nats_in: int = 0               # messages into and out of the NATS server (its /varz), every client's
+    nats_out: int = 0
     errors: int = 0
     p50: float = math.nan          # seconds
     p99: float = math.nan
@@ -100,14 +102,15 @@ def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) 
     say("")
     say("play (instances x stores; latency request -> reply in the bots):")
     header = ["row", "actions/s", "p50 ms", "p99 ms", "events/action", "public msgs/action", "commands/commit",
-              "errors", "÷ commits", "÷ NATS"]
+              "NATS msgs in/out per action", "errors", "÷ commits", "÷ NATS"]
     say(table(header, [[r.label, round(r.actions_per_s), r.p50 * 1000, r.p99 * 1000,
                         _f2(r.events / r.actions if r.actions else math.nan),
                         _f2(r.messages / r.actions if r.actions else math.nan),
-                        _f2(r.commands / r.commits if r.commits else math.nan), r.errors,
+                        _f2(r.commands / r.commits if r.commits else math.nan),
+                        f"{r.nats_in / r.actions:.1f} / {r.nats_out / r.actions:.1f}" if r.actions else "", r.errors,
                         _f2(r.actions_per_s / commit_rate), f"{r.actions_per_s / nats_rate:.3f}"]
-                       for r in rows], right=("events/action", "public msgs/action", "commands/commit", "÷ commits",
-                                              "÷ NATS")))
+                       for r in rows], right=("events/action", "public msgs/action", "commands/commit",
+                                              "NATS msgs in/out per action", "÷ commits", "÷ NATS")))
     played = [r for r in rows if r.actions]
     if played:
         parts = _parts([r.cpu for r in played])

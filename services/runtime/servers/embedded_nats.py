@@ -20,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import urllib.request
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import nkeys
 from ...auth.authority import Authority, room_authority
 from ...wire import subjects
 from ...wire.declared import MIN_NATS_VERSION
-from .server_process import EmbeddedServerError, ServerProcess
+from .server_process import EmbeddedServerError, ServerProcess, free_port
 
 # The readiness check asks JetStream for its account info, answered on this inbox.
 _READY_API = "$JS.API.INFO"
@@ -136,15 +137,20 @@ class EmbeddedNats(ServerProcess):
     ``auth=True`` (the room): operator mode, trusting :attr:`authority`
     (``<data dir>/auth``), whose account holds the command subject mappings.
     ``auth=False``: an open server, the same mappings in the global account; only for
-    tests of other concerns and the "auth off" benchmark.
+    tests of other concerns and the "auth off" benchmark.  ``monitor=True``: the
+    server's HTTP monitoring on a free port of 127.0.0.1 (:meth:`counters`: the
+    benchmarks count its messages); off in the room.
     """
 
     name = "nats"
     stop_signal = signal.SIGTERM
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, sync_always: bool = False, auth: bool = True):
+    def __init__(self, data_dir: str | os.PathLike[str], *, sync_always: bool = False, auth: bool = True,
+                 monitor: bool = False):
         super().__init__(data_dir)
         self.sync_always = sync_always
+        self.monitor = monitor
+        self.monitor_port: int | None = None
         self.authority: Authority | None = room_authority(self.data_dir) if auth else None
         self.config_path = self.home / "nats.conf"
         self.store_dir = self.home / "jetstream"
@@ -173,6 +179,9 @@ class EmbeddedNats(ServerProcess):
         }
         if self.sync_always:
             config["jetstream"]["sync_interval"] = "always"
+        if self.monitor:
+            self.monitor_port = free_port()
+            config["http"] = f"127.0.0.1:{self.monitor_port}"
         config |= self._trust()
         # NATS config is a superset of JSON.
         self.config_path.write_text(json.dumps(config, indent=2) + "\n")
@@ -197,3 +206,11 @@ class EmbeddedNats(ServerProcess):
     def _stale_marker(self) -> str:
         return str(self.config_path)
 
+    def counters(self) -> dict[str, int]:
+        """The server's message and byte counters so far (``/varz``: ``in_msgs``,
+        ``out_msgs``, ``in_bytes``, ``out_bytes``); only with ``monitor=True``."""
+        if self.monitor_port is None:
+            raise EmbeddedServerError("the NATS server was started without monitoring")
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.monitor_port}/varz", timeout=5) as answer:
+            varz = json.load(answer)
+        return {key: int(varz[key]) for key in ("in_msgs", "out_msgs", "in_bytes", "out_bytes")}

@@ -225,6 +225,32 @@ def test_an_identity_gets_replies_on_its_own_inbox(connect_as: Any) -> None:
     assert inbox.startswith(subjects.inbox_prefix("player", "inbox-test") + ".")
 
 
+def test_a_monitored_server_counts_its_messages_and_a_room_server_serves_no_monitoring(private_dir: Path) -> None:
+    """``bench room`` counts NATS messages per action from the server's ``/varz``; the
+    room's own server opens no HTTP port."""
+    with EmbeddedNats(private_dir / "bench", auth=False, monitor=True) as server:
+        assert server.monitor_port not in RESERVED_PORTS | {server.port}
+
+        async def publish(n: int) -> None:
+            nc = await nats.connect(server.url)
+            sub = await nc.subscribe("counted")
+            for i in range(n):
+                await nc.publish("counted", b"%d" % i)
+            for _ in range(n):
+                await sub.next_msg(timeout=5)
+            await nc.close()
+
+        before = server.counters()
+        asyncio.run(publish(10))
+        after = server.counters()
+        assert after["in_msgs"] - before["in_msgs"] >= 10
+        assert after["out_msgs"] - before["out_msgs"] >= 10
+    with EmbeddedNats(private_dir / "room", auth=False) as server:
+        assert "http" not in server.config_path.read_text()
+        with pytest.raises(EmbeddedServerError, match="without monitoring"):
+            server.counters()
+
+
 def test_one_server_per_data_folder(private_dir: Path) -> None:
     with EmbeddedNats(private_dir), pytest.raises(EmbeddedServerError, match="another process"):
         EmbeddedNats(private_dir).start()
