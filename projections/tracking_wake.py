@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from studroom.services.runtime.waiting import first_set
 
 
 class Waker:
@@ -73,14 +74,11 @@ class Waker:
             if self._heard.get(url):
                 loop.add_reader(conn.pgconn.socket, self._readable, url, conn)
                 watched.append(conn.pgconn.socket)
-        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.woken.wait())]
         try:
-            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            await first_set(stop, self.woken, timeout=seconds)
         finally:
             for fd in watched:
                 loop.remove_reader(fd)
-            for waiting in waits:
-                waiting.cancel()
 
     def _readable(self, url: str, conn: psycopg.AsyncConnection[Any]) -> None:
         """A listening connection's socket has something: its notifications (or a failure) wake."""

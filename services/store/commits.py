@@ -32,6 +32,7 @@ import psycopg
 from psycopg import generators, sql
 
 from ..runtime.retry import RECONNECT
+from ..runtime.waiting import first_set
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +90,7 @@ class Commits:
     async def wait(self, other: asyncio.Event, timeout: float | None = None) -> None:
         """Until a commit is heard (or the listener stops or starts) or ``other`` is set,
         at most ``timeout`` seconds (None: no limit)."""
-        waits = [asyncio.ensure_future(self.wake.wait()), asyncio.ensure_future(other.wait())]
-        try:
-            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
+        await first_set(self.wake, other, timeout=timeout)
 
     async def run(self) -> None:
         """Listen until cancelled, connecting again after a failure."""

@@ -25,6 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, NamedTuple
 
+from ..runtime.waiting import first_set
 from .schedule import TimerPayload
 from .stats import TimerStats
 from .streams import TURNS_ACK_WAIT
@@ -96,7 +97,7 @@ class Settling:
             while not stop.is_set():
                 if not self._held:                # nothing to write: no wake-ups until a turn is held
                     self._holding.clear()
-                    await _first(stop, self._holding)
+                    await first_set(stop, self._holding)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self.settle / 4)
                 await self._write_held(time.monotonic() - self.settle)
@@ -110,13 +111,3 @@ class Settling:
             if self._held.get(held.timer.table_id) is held:
                 del self._held[held.timer.table_id]
                 await self.write(held.timer, held.msg)
-
-
-async def _first(*events: asyncio.Event) -> None:
-    """Until one of ``events`` is set."""
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
