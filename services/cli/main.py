@@ -8,16 +8,20 @@ It only wires: each service process is a ``bootstrap`` module run by
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import logging
 import os
 import select
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from functools import partial
 from types import ModuleType
+from typing import Any
 
 from ..runtime.arguments import (
     Parser,
@@ -277,13 +281,53 @@ def _reader_gone() -> bool:
     return any(event & select.POLLERR for _, event in poller.poll(0))
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program stands, as Ctrl-C raises KeyboardInterrupt:
+    so that its ``finally`` blocks run (a benchmark's child services stopped, its
+    embedded servers shut, its temporary folder removed) instead of the process
+    vanishing and leaving them behind.  ``serve`` and ``room`` put handlers of their
+    own in place once they run."""
+
+
+def _terminate(_sig: int, _frame: Any) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while inside (in the main thread only: a
+    test may call ``main`` from another); the handler before is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _die_of_sigterm() -> None:
+    """End as a process killed by SIGTERM (what a supervisor expects of one that was
+    sent it), now that everything was cleaned up."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def _main(argv: list[str]) -> int:
     args = build_parser(argv).parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     # nats-py logs a traceback for every failed (re)connection; process.connect says it once
     logging.getLogger("nats").setLevel(logging.CRITICAL)
     try:
-        return run(args)
+        with _sigterm_raises():
+            return run(args)
+    except Terminated:
+        print(f"\n{args.prog}: terminated", file=sys.stderr)
+        _die_of_sigterm()
+        raise
     except KeyboardInterrupt:
         print(f"\n{args.prog}: interrupted", file=sys.stderr)
         return 130
