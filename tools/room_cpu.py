@@ -98,6 +98,14 @@ def ms_per_action(cpu: Mapping[str, float], actions: int) -> dict[str, float]:
     return per
 
 
+def cpu_bound(cpu: Mapping[str, float], actions: int, cores: int) -> float:
+    """The actions a second ``cores`` allow at the CPU per action of ``cpu`` (every
+    part: the server side and the bots share the machine): the most a row could play,
+    however its commits go (NaN: nothing measured)."""
+    used_s = sum(cpu.values())
+    return cores * actions / used_s if actions and used_s > 0 else float("nan")
+
+
 def share_of_a_core(cpu: Mapping[str, float], seconds: float) -> dict[str, float]:
     """Each part's CPU as a fraction of one core over ``seconds`` (the idle row), and
     the server side's."""

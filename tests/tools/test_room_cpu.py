@@ -94,3 +94,13 @@ def test_the_machine_is_busy_a_positive_number_of_seconds() -> None:
     if not os.path.exists("/proc/stat"):
         pytest.skip("no /proc")
     assert room_cpu.machine_busy() > 0
+
+
+def test_the_cpu_bound_is_the_cores_over_the_cpu_of_an_action_bots_included() -> None:
+    """2 cores, 1,000 actions that cost 1.5 s of the server side and 0.5 s of the bots
+    (2 ms an action): at most 1,000 actions a second, however the commits go."""
+    cpu = {"table": 1.0, "postgres": 0.5, BOTS: 0.5}
+    assert room_cpu.cpu_bound(cpu, 1000, cores=2) == pytest.approx(1000.0)
+    assert room_cpu.cpu_bound(cpu, 1000, cores=4) == pytest.approx(2000.0)
+    assert math.isnan(room_cpu.cpu_bound(cpu, 0, cores=2))
+    assert math.isnan(room_cpu.cpu_bound({}, 1000, cores=2))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from studroom.services.runtime.text import rate, table
-from studroom.tools.room_cpu import BOTS, PARTS, less_idle_ms, ms_per_action, share_of_a_core
+from studroom.tools.room_cpu import BOTS, PARTS, cpu_bound, less_idle_ms, ms_per_action, share_of_a_core
 
 GOAL_CPU_MS = 1.0            # issue 20: server CPU per action at 16 tables
 GOAL_P99_MS = 20.0
@@ -143,7 +143,7 @@ def report(rows: list[Row], commit_rate: float, nats_rate: float, out: IO[str]) 
         for problem in r.problems:
             say(f"{r.label}: problem: {problem}")
     _report_cost_of_authorization(rows, say)
-    _goals(rows, commit_rate, say)
+    _goals(rows, commit_rate, cores, say)
     out.flush()
 
 
@@ -151,8 +151,9 @@ def _pct3(value: float) -> str:
     return "" if math.isnan(value) else f"{value:.1%}"
 
 
-def _goals(rows: list[Row], commit_rate: float, say: Callable[[str], None]) -> None:
-    """Issue 20's goals, read on the rows with authorization on (the room runs so)."""
+def _goals(rows: list[Row], commit_rate: float, cores: int, say: Callable[[str], None]) -> None:
+    """Issue 20's goals, read on the rows with authorization on (the room runs so); where
+    the rate is not met, what bounds it (:func:`rate_bound`)."""
     room = [r for r in rows if r.auth and r.actions and r.tables >= 16] or [r for r in rows if r.actions]
     if not room:
         return
@@ -165,11 +166,25 @@ def _goals(rows: list[Row], commit_rate: float, say: Callable[[str], None]) -> N
             f"{'met' if cpu_ok else 'NOT met'}); actions/s {rate(r.actions_per_s)} >= bare commits "
             f"{rate(commit_rate)}: {'met' if rate_ok else 'NOT met'}; p99 {r.p99 * 1000:.1f} ms "
             f"(<= {GOAL_P99_MS:g}: {'met' if p99_ok else 'NOT met'})")
+        if not rate_ok:
+            say(f"  {rate_bound(r, commit_rate, cores)}")
     for wide, one in scale_pairs(rows):
         change = wide.server_ms / one.server_ms - 1
         say(f"goals, {wide.tables} tables {wide.layout} beside 1x1, auth {'on' if wide.auth else 'off'}: server CPU "
             f"{_f2(wide.server_ms)} vs {_f2(one.server_ms)} ms/action, {change:+.0%} (within {GOAL_SCALE:.0%}: "
             f"{'met' if change <= GOAL_SCALE else 'NOT met'})")
+
+
+def rate_bound(row: Row, commit_rate: float, cores: int) -> str:
+    """Why a row played fewer actions than bare commits: its CPU per action (server side
+    and bots, sharing the machine's cores) caps it below the commit rate, or not."""
+    bound = cpu_bound(row.cpu, row.actions, cores)
+    used_ms = sum(row.cpu.values()) * 1000 / row.actions
+    needed = cores * 1000 / commit_rate
+    limit = "CPU-bound" if bound < commit_rate else "not CPU-bound"
+    return (f"{limit}: {cores} cores at {_f2(used_ms)} ms of CPU an action (server side and bots) allow "
+            f"{rate(bound)}, {row.actions_per_s / bound:.0%} of it played; bare commits on these cores need "
+            f"<= {_f2(needed)} ms an action")
 
 
 def scale_pairs(rows: list[Row]) -> list[tuple[Row, Row]]:
