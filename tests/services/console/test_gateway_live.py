@@ -446,12 +446,21 @@ def test_a_console_that_stops_closes_its_tabs_going_away(gw: Gateway) -> None:
     gw.run(main())
 
 
+async def _ask_again_once(nc: Any, query: Any) -> list[Any]:
+    """The lobby's answer, asked a second time if the first went unanswered."""
+    from studroom.projections.lobby.watching import LobbyUnavailable, ask
+
+    try:
+        return await ask(nc, query)
+    except LobbyUnavailable:
+        return await ask(nc, query)
+
+
 def test_a_persons_connection_outlives_its_first_credentials(gw: Gateway) -> None:
     """Issued again at half their life, the connection made again with them: it is
     still there, and answered, after the first ones ended (the server closes a
     connection whose JWT expired)."""
     from studroom.projections.lobby.queries import LobbyQuery
-    from studroom.projections.lobby.watching import ask
     from studroom.services.console.links import connect_person
 
     erin = f"gwerin{RUN}"
@@ -460,11 +469,14 @@ def test_a_persons_connection_outlives_its_first_credentials(gw: Gateway) -> Non
         link = await connect_person(gw.url, gw.authority, "player", erin, lifetime=4)
         try:
             first = link.expires
-            while time.time() < first + 2:
+            # past the first credentials' end, midway between two renewals (every 2 s, the
+            # first at ``first - 2``): a renewal reconnects, and a request in flight then may
+            # go unanswered (core NATS request/reply is at most once), so it is asked again
+            while time.time() < first + 3:
                 assert not link.ended.is_set(), "the connection ended with its first credentials"
                 await asyncio.sleep(0.2)
             assert link.expires > first and link.nc.is_connected
-            assert {e.table_id for e in await ask(link.nc, LobbyQuery())} >= set(gw.tables)
+            assert {e.table_id for e in await _ask_again_once(link.nc, LobbyQuery())} >= set(gw.tables)
         finally:
             await link.close()
 
