@@ -1,5 +1,6 @@
 """A store's append for asyncio code: the append function's one statement on a
-psycopg ``AsyncConnection`` of its own, awaited in the event loop.
+psycopg ``AsyncConnection`` of its own, awaited in the event loop (prepared and run on
+the connection's libpq handle: ``prepared.py``).
 
 No worker thread: the table service's loop used to hand every group-commit append to
 a thread and wait for it to come back (a queue, a wake-up, the GIL passed twice, the
@@ -18,6 +19,8 @@ from typing import Any
 
 import psycopg
 
+from .prepared import PreparedStatement
+
 RETRIES = 10          # attempts of an append (the blocking path's, eventsourcing's ``retry``)
 RETRY_WAIT = 0.2      # seconds between two
 
@@ -30,19 +33,19 @@ class AsyncAppender:
     def __init__(self, params: Mapping[str, Any], render: Callable[[psycopg.AsyncConnection[Any]], bytes]) -> None:
         self._params = dict(params)
         self._render = render
-        self._query: bytes | None = None
+        self._statement: PreparedStatement | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def execute(self, values: tuple[Any, ...]) -> None:
+    async def execute(self, values: tuple[bytes | str, ...]) -> None:
         """Run the statement once with ``values``; retry what may pass (a lost
         connection, a server restarting, a lock wait): the rest is raised at once."""
         for attempt in range(RETRIES):
             try:
                 conn = await self._connection()
-                if self._query is None:
-                    self._query = self._render(conn)
-                await conn.execute(self._query, values, prepare=True)
+                if self._statement is None:
+                    self._statement = PreparedStatement(b"studroom_append", self._render(conn))
+                await self._statement.run(conn, values)
                 return
             except (psycopg.OperationalError, psycopg.InterfaceError):
                 if attempt == RETRIES - 1:

@@ -17,6 +17,7 @@ from eventsourcing.utils import Environment
 from psycopg import sql
 from studroom.services.store.codec import MsgspecMapper, register_event_types
 from studroom.services.store.memory import InMemoryEventStore
+from studroom.services.store.prepared import PreparedStatement, numbered
 from studroom.services.store.port import (
     EventStore,
     Latest,
@@ -363,3 +364,28 @@ def test_append_async_notifies_and_outlives_its_connection(database_url: str, sc
 
         asyncio.run(main())
         assert store.load("t1") == [Anted(1, 5), Anted(2, 5)]
+
+
+def test_a_prepared_statement_numbers_psycopgs_placeholders_and_refuses_a_literal_percent() -> None:
+    """``prepared.py`` sends the statement as PostgreSQL reads it: ``%s``/``%b`` become
+    ``$1``, ``$2``, ... in order; a literal ``%%`` (which psycopg would un-escape) is refused."""
+    assert numbered(b"SELECT f(%s::text[], %b::bytea[], %s::text)") == b"SELECT f($1::text[], $2::bytea[], $3::text)"
+    assert numbered(b"SELECT 1") == b"SELECT 1"
+    with pytest.raises(ValueError):
+        numbered(b"SELECT %s LIKE 'a%%'")
+
+
+def test_a_failed_prepared_statement_raises_psycopgs_error_and_leaves_the_connection_usable(database_url: str) -> None:
+    """A statement that fails (a unique key taken) raises the error psycopg would
+    (``IntegrityError``: the append's conflict), and the connection runs the next."""
+    async def main() -> None:
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            await conn.execute("CREATE TEMPORARY TABLE once (k text PRIMARY KEY)")
+            insert = PreparedStatement(b"insert_once", b"INSERT INTO once VALUES (%s::text)")
+            await insert.run(conn, ["a"])
+            with pytest.raises(psycopg.errors.UniqueViolation):
+                await insert.run(conn, ["a"])
+            await insert.run(conn, ["b"])
+            assert await (await conn.execute("SELECT k FROM once ORDER BY k")).fetchall() == [("a",), ("b",)]
+
+    asyncio.run(main())
