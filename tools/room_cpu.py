@@ -51,21 +51,26 @@ def read_processes(proc: Path = Path("/proc")) -> dict[int, Times]:
     return found
 
 
-def tree_seconds(pid: int, processes: Mapping[int, Times]) -> float:
-    """CPU seconds of ``pid`` and every descendant, living or reaped (0: not there)."""
+def tree(pid: int, processes: Mapping[int, Times]) -> list[int]:
+    """``pid`` and every process below it, living now (none: ``pid`` is not there)."""
     children: dict[int, list[int]] = defaultdict(list)
     for child, times in processes.items():
         children[times.ppid].append(child)
-    total, todo, seen = 0.0, [pid], set()
+    found: list[int] = []
+    todo, seen = [pid], set()
     while todo:
         current = todo.pop()
         if current in seen or current not in processes:
             continue
         seen.add(current)
-        times = processes[current]
-        total += times.own + times.reaped
+        found.append(current)
         todo += children.get(current, [])
-    return total
+    return found
+
+
+def tree_seconds(pid: int, processes: Mapping[int, Times]) -> float:
+    """CPU seconds of ``pid`` and every descendant, living or reaped (0: not there)."""
+    return sum(processes[p].own + processes[p].reaped for p in tree(pid, processes))
 
 
 def sample(parts: Iterable[tuple[str, int]], own_process: float,

@@ -21,17 +21,6 @@ WAIT = 90.0         # seconds to start servers and services on a loaded machine,
 SERVICES = 7        # table, relay, timer, cashier, lobby, history, ledger
 
 
-def _descendants(pid: int) -> set[int]:
-    processes = room_cpu.read_processes()
-    found, todo = set(), [pid]
-    while todo:
-        parent = todo.pop()
-        children = {p for p, times in processes.items() if times.ppid == parent} - found
-        found |= children
-        todo.extend(children)
-    return found
-
-
 def _command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -56,7 +45,7 @@ def test_sigterm_stops_the_services_and_servers_it_started(tmp_path: Path) -> No
         deadline = time.monotonic() + WAIT
         started: set[int] = set()
         while time.monotonic() < deadline and bench.poll() is None:
-            started = _descendants(bench.pid)
+            started = set(room_cpu.tree(bench.pid, room_cpu.read_processes())) - {bench.pid}
             if sum(" serve " in _command_line(pid) for pid in started) >= SERVICES:
                 break
             time.sleep(0.5)
